@@ -1,0 +1,182 @@
+package strictjson_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/domain/strictjson"
+)
+
+func TestParseRefuses(t *testing.T) {
+	tests := []struct {
+		name, in, reason string
+	}{
+		{"empty", "", "empty input"},
+		{"only space", " \n\t\r", "empty input"},
+		{"NaN", `{"a":NaN}`, "unexpected character"},
+		{"Infinity", `[Infinity]`, "unexpected character"},
+		{"-Infinity", `[-Infinity]`, "invalid number"},
+		{"second document", `{} {}`, "data after the JSON document"},
+		{"trailing garbage", `{}x`, "data after the JSON document"},
+		{"duplicate key at top", `{"a":1,"a":2}`, "duplicate key"},
+		{"duplicate key deep", `{"a":[{"b":{"c":1,"c":1}}]}`, "duplicate key"},
+		{"duplicate key after unescaping", `{"a":1,"\u0061":2}`, "duplicate key"},
+		{"duplicate key in a large object", `{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k3":3}`, "duplicate key"},
+		{"invalid UTF-8 in a string", "[\"\xff\"]", "invalid UTF-8"},
+		{"invalid UTF-8 outside a string", "[1]\xff", "data after the JSON document"},
+		{"overlong encoding", "[\"\xc0\xaf\"]", "invalid UTF-8"},
+		{"lone high surrogate", `["\ud800"]`, "lone high surrogate"},
+		{"lone low surrogate", `["\udc00"]`, "lone low surrogate"},
+		{"high surrogate then non-surrogate", `["\ud800\u0041"]`, "invalid surrogate pair"},
+		{"control character", "[\"a\tb\"]", "control character in a string"},
+		{"single quotes", `{'a':1}`, "expected a string key"},
+		{"trailing comma", `[1,]`, "unexpected character"},
+		{"leading zero", `[01]`, "expected ',' or ']' in an array"},
+		{"plus sign", `[+1]`, "unexpected character"},
+		{"bare point", `[1.]`, "invalid number"},
+		{"bad escape", `["\x"]`, "invalid escape"},
+		{"unterminated", `{"a":"b`, "unterminated string"},
+		{"too deep", strings.Repeat("[", strictjson.MaxDepth+1) + strings.Repeat("]", strictjson.MaxDepth+1), "nesting deeper than 512 levels"},
+		{"bad literal", `[tru]`, "invalid literal"},
+		{"byte order mark", "\xEF\xBB\xBF{}", "unexpected character"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			_, err := strictjson.Parse([]byte(tt.in))
+			var e *strictjson.Error
+			is.True(errors.As(err, &e))
+			is.Equal(e.Reason, tt.reason)
+		})
+	}
+}
+
+func TestParseKeepsOrderAndLiterals(t *testing.T) {
+	is := is.New(t)
+	v, err := strictjson.Parse([]byte(` {"z":1.50,"a":[true,false,null,"\u00e9\ud83d\ude00"],"m":{}} `))
+	is.NoErr(err)
+	is.Equal(v.Kind, strictjson.Object)
+	is.Equal(len(v.Members), 3)
+	is.Equal(v.Members[0].Key, "z")
+	is.Equal(v.Members[0].Value.Text, "1.50") // the literal, not a float
+	a, ok := v.Get("a")
+	is.True(ok)
+	is.Equal(a.Items[3].Text, "é😀")
+	_, ok = v.Get("missing")
+	is.True(!ok)
+	deep := strings.Repeat("[", strictjson.MaxDepth) + strings.Repeat("]", strictjson.MaxDepth)
+	_, err = strictjson.Parse([]byte(deep))
+	is.NoErr(err) // exactly MaxDepth levels is allowed
+}
+
+func TestEqual(t *testing.T) {
+	tests := []struct {
+		a, b string
+		same bool
+	}{
+		{`{"a":1,"b":2}`, `{"b":2,"a":1}`, true},
+		{`80`, `80.0`, true},
+		{`80`, `8e1`, true},
+		{`0`, `-0`, true},
+		{`1e999999999999`, `1e999999999999`, true},
+		{`1e999999999999`, `2e999999999999`, false},
+		{`true`, `1`, false},
+		{`"1"`, `1`, false},
+		{`null`, `false`, false},
+		{`[1,2]`, `[2,1]`, false},
+		{`[1,2]`, `[1,2,3]`, false},
+		{`{"a":1}`, `{"a":1,"b":1}`, false},
+		{`{"a":1,"c":1}`, `{"a":1,"b":1}`, false},
+		{`"é"`, `"\u00e9"`, true},
+	}
+	for _, tt := range tests {
+		is := is.New(t)
+		a, err := strictjson.Parse([]byte(tt.a))
+		is.NoErr(err)
+		b, err := strictjson.Parse([]byte(tt.b))
+		is.NoErr(err)
+		is.Equal(strictjson.Equal(a, b), tt.same) // tt.a vs tt.b
+		is.Equal(strictjson.Equal(b, a), tt.same) // symmetric
+	}
+}
+
+// FuzzParse checks the parser against encoding/json: it accepts nothing that
+// encoding/json finds malformed or that is not UTF-8, refuses a document
+// encoding/json accepts only for a rule of its own, and what it accepts
+// decodes to the same value.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`{"request_id":"i1","tool":"inspect_inputs","arguments":{}}`,
+		`{"a":[1,-0.5e+3,"x\u00e9\"",true,false,null],"b":{"c":{}}}`,
+		`{"a":1,"a":2}`, `["\ud83d\ude00"]`, `["\ud800"]`, `[NaN]`, `{} {}`, "[\"\xff\"]", `[1e400]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := strictjson.Parse(data)
+		valid := json.Valid(data) && utf8.Valid(data)
+		if err == nil {
+			if !valid {
+				t.Fatalf("accepted what encoding/json refuses: %q", data)
+			}
+			var want any
+			d := json.NewDecoder(bytes.NewReader(data))
+			d.UseNumber()
+			if err := d.Decode(&want); err != nil {
+				t.Fatalf("encoding/json cannot decode %q: %v", data, err)
+			}
+			if got := plain(v); !reflect.DeepEqual(got, want) {
+				t.Fatalf("decoded %q as %#v, encoding/json as %#v", data, got, want)
+			}
+			if !strictjson.Equal(v, v) {
+				t.Fatalf("value not equal to itself: %q", data)
+			}
+			return
+		}
+		var e *strictjson.Error
+		if !errors.As(err, &e) || e.Offset < 0 || e.Offset > len(data) {
+			t.Fatalf("error %v has no offset inside the input", err)
+		}
+		if valid {
+			switch {
+			case e.Reason == "duplicate key",
+				strings.Contains(e.Reason, "surrogate"),
+				strings.HasPrefix(e.Reason, "nesting deeper"):
+			default:
+				t.Fatalf("refused valid %q: %v", data, err)
+			}
+		}
+	})
+}
+
+// plain converts a Value to what encoding/json decodes with UseNumber.
+func plain(v strictjson.Value) any {
+	switch v.Kind {
+	case strictjson.Bool:
+		return v.Bool
+	case strictjson.Number:
+		return json.Number(v.Text)
+	case strictjson.String:
+		return v.Text
+	case strictjson.Array:
+		out := make([]any, len(v.Items))
+		for i, item := range v.Items {
+			out[i] = plain(item)
+		}
+		return out
+	case strictjson.Object:
+		out := make(map[string]any, len(v.Members))
+		for _, m := range v.Members {
+			out[m.Key] = plain(m.Value)
+		}
+		return out
+	}
+	return nil
+}
