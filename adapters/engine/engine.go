@@ -1,0 +1,69 @@
+// Package engine identifies the running engine: the SHA256 of the
+// executable's own bytes and the build facts Go recorded in it.
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+
+	"github.com/metricproof/metricproof/ports"
+)
+
+// Self identifies the process's own executable.
+type Self struct{}
+
+var _ ports.Engine = Self{}
+
+// Identity hashes the running executable. On Linux it reads
+// /proc/self/exe, which is the image actually running even if the file at
+// its path was replaced since; elsewhere the resolved os.Executable path.
+func (Self) Identity() (ports.EngineIdentity, error) {
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		exe, err := os.Executable()
+		if err != nil {
+			return ports.EngineIdentity{}, err
+		}
+		if exe, err = filepath.EvalSymlinks(exe); err != nil {
+			return ports.EngineIdentity{}, err
+		}
+		if f, err = os.Open(exe); err != nil {
+			return ports.EngineIdentity{}, err
+		}
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ports.EngineIdentity{}, err
+	}
+	id := BuildFacts()
+	id.SHA256 = hex.EncodeToString(h.Sum(nil))
+	return id, nil
+}
+
+// BuildFacts returns what the Go toolchain recorded in this binary: its Go
+// version, module version, and VCS revision and dirty flag where the build
+// stamped them.
+func BuildFacts() ports.EngineIdentity {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ports.EngineIdentity{}
+	}
+	id := ports.EngineIdentity{GoVersion: info.GoVersion, ModuleVersion: info.Main.Version}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			id.VCSRevision = s.Value
+		case "vcs.modified":
+			if v, err := strconv.ParseBool(s.Value); err == nil {
+				id.VCSModified = &v
+			}
+		}
+	}
+	return id
+}

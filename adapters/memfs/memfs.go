@@ -1,0 +1,345 @@
+// Package memfs adapts an afero filesystem, in practice afero.MemMapFs, to
+// the same ports as osfs, so application tests run deterministically in
+// memory.
+//
+// It keeps every promise of the ports that a filesystem without symlinks
+// can keep: exact bytes, limits enforced while reading, containment (paths
+// are resolved lexically, and ".." past the workspace is refused), the
+// writer lock (held in this value, so it excludes writers sharing it), no
+// replacing commits, and cleanup of what a writer created. It does not
+// follow symlinks or fsync anything; use osfs for the real disk.
+package memfs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/spf13/afero"
+
+	"github.com/metricproof/metricproof/adapters/internal/bounded"
+	"github.com/metricproof/metricproof/ports"
+)
+
+// LockName and PendingPrefix match osfs: the lock file's name and the start
+// of every pending directory's name.
+const (
+	LockName      = ".writer.lock"
+	PendingPrefix = ".pending-"
+)
+
+// Workspace is a workspace directory inside an afero filesystem.
+type Workspace struct {
+	fs   afero.Fs
+	root string // clean absolute slash path of the workspace in fs
+
+	mu      sync.Mutex
+	locked  map[string]bool // output directories whose lock is held
+	staging int             // counter that makes pending names unique
+}
+
+var (
+	_ ports.SourceReader  = (*Workspace)(nil)
+	_ ports.PathResolver  = (*Workspace)(nil)
+	_ ports.EvidenceStore = (*Workspace)(nil)
+)
+
+// New opens the workspace at the absolute path root of fsys:
+// ports.ErrMissing when nothing is there, ports.ErrNotDir when it is not a
+// directory.
+func New(fsys afero.Fs, root string) (*Workspace, error) {
+	root = path.Clean("/" + root)
+	fi, err := fsys.Stat(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, ports.ErrMissing
+	case err != nil:
+		return nil, err
+	case !fi.IsDir():
+		return nil, ports.ErrNotDir
+	}
+	return &Workspace{fs: fsys, root: root, locked: map[string]bool{}}, nil
+}
+
+func (w *Workspace) abs(rel string) string {
+	return path.Join(w.root, rel)
+}
+
+// ReadSource implements ports.SourceReader.
+func (w *Workspace) ReadSource(name string, limitBytes int64) ([]byte, error) {
+	if !filepath.IsLocal(name) {
+		return nil, ports.ErrOutside
+	}
+	return w.readRegular(path.Clean(name), limitBytes)
+}
+
+func (w *Workspace) readRegular(rel string, limitBytes int64) ([]byte, error) {
+	fi, err := w.fs.Stat(w.abs(rel))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ports.ErrMissing
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, ports.ErrNotRegular
+	}
+	f, err := w.fs.Open(w.abs(rel))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return bounded.Read(f, limitBytes, fi.Size())
+}
+
+// Resolve implements ports.PathResolver, lexically: there are no symlinks.
+func (w *Workspace) Resolve(p string) (ports.Location, error) {
+	if p == "" {
+		return ports.Location{}, ports.ErrMissing
+	}
+	var parts []string
+	if strings.HasPrefix(p, "/") {
+		rootParts := split(w.root)
+		all := split(path.Clean(p))
+		if len(all) < len(rootParts) || !slices.Equal(all[:len(rootParts)], rootParts) {
+			return ports.Location{}, ports.ErrOutside
+		}
+		parts = all[len(rootParts):]
+	} else {
+		for _, part := range split(p) {
+			if part != ".." {
+				parts = append(parts, part)
+				continue
+			}
+			if len(parts) == 0 {
+				return ports.Location{}, ports.ErrOutside
+			}
+			parts = parts[:len(parts)-1]
+		}
+	}
+	rel := "."
+	if len(parts) > 0 {
+		rel = path.Join(parts...)
+	}
+	// A file in the middle of the path means it cannot exist.
+	for i := 1; i < len(parts); i++ {
+		fi, err := w.fs.Stat(w.abs(path.Join(parts[:i]...)))
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if err != nil {
+			return ports.Location{}, err
+		}
+		if !fi.IsDir() {
+			return ports.Location{}, ports.ErrNotDir
+		}
+	}
+	fi, err := w.fs.Stat(w.abs(rel))
+	if errors.Is(err, fs.ErrNotExist) {
+		return ports.Location{Rel: rel}, nil
+	}
+	if err != nil {
+		return ports.Location{}, err
+	}
+	return ports.Location{Rel: rel, Exists: true, Dir: fi.IsDir()}, nil
+}
+
+func split(p string) []string {
+	var parts []string
+	for _, s := range strings.Split(p, "/") {
+		if s != "" && s != "." {
+			parts = append(parts, s)
+		}
+	}
+	return parts
+}
+
+// Marker returns the cancel marker at path; an empty path never appears.
+func (w *Workspace) Marker(path string) ports.Canceller {
+	return marker{w: w, path: path}
+}
+
+type marker struct {
+	w    *Workspace
+	path string
+}
+
+// Cancelled reports whether anything exists where the marker path resolves.
+func (m marker) Cancelled() (bool, error) {
+	if m.path == "" {
+		return false, nil
+	}
+	loc, err := m.w.Resolve(m.path)
+	if errors.Is(err, ports.ErrNotDir) {
+		return false, nil
+	}
+	return loc.Exists, err
+}
+
+// OpenWriter implements ports.EvidenceStore.
+func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
+	var created []string
+	cur := ""
+	for _, part := range split(dir) {
+		cur = path.Join(cur, part)
+		fi, err := w.fs.Stat(w.abs(cur))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := w.fs.Mkdir(w.abs(cur), 0o755); err != nil {
+				return nil, err
+			}
+			created = append(created, cur)
+		case err != nil:
+			return nil, err
+		case !fi.IsDir():
+			return nil, ports.ErrNotDir
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.locked[dir] {
+		return nil, ports.ErrBusy
+	}
+	lock, err := w.fs.OpenFile(w.abs(path.Join(dir, LockName)), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := lock.Close(); err != nil {
+		return nil, err
+	}
+	w.locked[dir] = true
+	return &writer{ws: w, dir: dir, created: created}, nil
+}
+
+type writer struct {
+	ws        *Workspace
+	dir       string
+	created   []string
+	pending   string
+	committed bool
+	closed    bool
+}
+
+func (ew *writer) path(name string) string {
+	return ew.ws.abs(path.Join(ew.dir, name))
+}
+
+func (ew *writer) Exists(runID string) (bool, error) {
+	_, err := ew.ws.fs.Stat(ew.path(runID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (ew *writer) Stage(files []ports.File) error {
+	if ew.pending != "" {
+		return errors.New("already staged")
+	}
+	ew.ws.mu.Lock()
+	ew.ws.staging++
+	name := PendingPrefix + strconv.Itoa(ew.ws.staging)
+	ew.ws.mu.Unlock()
+	if err := ew.ws.fs.Mkdir(ew.path(name), 0o755); err != nil {
+		return err
+	}
+	ew.pending = name
+	for _, f := range files {
+		if err := ew.writeFile(path.Join(name, f.Name), f.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (ew *writer) writeFile(name string, data []byte) error {
+	f, err := ew.ws.fs.OpenFile(ew.path(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (ew *writer) Commit(runID string) error {
+	if ew.pending == "" {
+		return errors.New("nothing staged")
+	}
+	// The lock excludes other writers of this value, so checking and then
+	// renaming cannot race with another commit.
+	if exists, err := ew.Exists(runID); err != nil || exists {
+		return errors.Join(ports.ErrExists, err)
+	}
+	if err := ew.ws.fs.Rename(ew.path(ew.pending), ew.path(runID)); err != nil {
+		return err
+	}
+	ew.pending = ""
+	ew.committed = true
+	return nil
+}
+
+func (ew *writer) Close() error {
+	if ew.closed {
+		return nil
+	}
+	ew.closed = true
+	var errs []error
+	if ew.pending != "" {
+		errs = append(errs, ew.ws.fs.RemoveAll(ew.path(ew.pending)))
+		ew.pending = ""
+	}
+	if !ew.committed && len(ew.created) > 0 && ew.ws.fs.Remove(ew.path(LockName)) == nil {
+		for _, dir := range slices.Backward(ew.created) {
+			if ew.ws.fs.Remove(ew.ws.abs(dir)) != nil {
+				break
+			}
+		}
+	}
+	ew.ws.mu.Lock()
+	delete(ew.ws.locked, ew.dir)
+	ew.ws.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// ReadRun implements ports.EvidenceStore.
+func (w *Workspace) ReadRun(dir, runID string, names []string, limitBytes int64) (ports.SavedRun, error) {
+	runRel := path.Join(dir, runID)
+	fi, err := w.fs.Stat(w.abs(runRel))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ports.SavedRun{}, nil
+	case err != nil:
+		return ports.SavedRun{}, err
+	case !fi.IsDir():
+		return ports.SavedRun{Exists: true}, nil
+	}
+	run := ports.SavedRun{Exists: true, Dir: true}
+	for _, name := range names {
+		sf := ports.SavedFile{Name: name}
+		sf.Data, sf.Err = w.readRegular(path.Join(runRel, name), limitBytes)
+		run.Files = append(run.Files, sf)
+	}
+	entries, err := afero.ReadDir(w.fs, w.abs(runRel))
+	if err != nil {
+		return ports.SavedRun{}, err
+	}
+	for _, e := range entries {
+		if !slices.Contains(names, e.Name()) {
+			run.Extra = true
+		}
+	}
+	return run, nil
+}

@@ -1,0 +1,299 @@
+package osfs
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"syscall"
+
+	"github.com/metricproof/metricproof/adapters/internal/bounded"
+	"github.com/metricproof/metricproof/ports"
+)
+
+// LockName is the writer lock's file name inside an output directory.
+const LockName = ".writer.lock"
+
+// PendingPrefix starts the name of every pending directory; the leading '.'
+// hides it and keeps it from ever being taken for a run.
+const PendingPrefix = ".pending-"
+
+// OpenWriter implements ports.EvidenceStore.
+func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
+	created, err := w.mkdirAll(dir)
+	if err != nil {
+		return nil, err
+	}
+	out, err := w.root.OpenRoot(dir)
+	if err != nil {
+		return nil, classify(err)
+	}
+	ew := &writer{ws: w, out: out, created: created}
+	if ew.dirFile, err = out.Open("."); err != nil {
+		ew.release()
+		return nil, err
+	}
+	if ew.lock, err = out.OpenFile(LockName, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+		ew.release()
+		return nil, classify(err)
+	}
+	if err := lockNoWait(ew.lock); err != nil {
+		ew.release()
+		return nil, err
+	}
+	return ew, nil
+}
+
+// mkdirAll creates the missing directories of dir and returns the ones it
+// created, outermost first.
+func (w *Workspace) mkdirAll(dir string) ([]string, error) {
+	var created []string
+	cur := ""
+	for _, part := range split(dir) {
+		cur = path.Join(cur, part)
+		err := w.root.Mkdir(cur, 0o755)
+		switch {
+		case err == nil:
+			created = append(created, cur)
+		case errors.Is(err, fs.ErrExist):
+			fi, err := w.root.Stat(cur)
+			if err != nil {
+				return nil, classify(err)
+			}
+			if !fi.IsDir() {
+				return nil, ports.ErrNotDir
+			}
+		default:
+			return nil, classify(err)
+		}
+	}
+	return created, nil
+}
+
+// writer holds the lock on one output directory.
+type writer struct {
+	ws        *Workspace
+	out       *os.Root
+	dirFile   *os.File // the output directory, for fsync and renameat2
+	lock      *os.File
+	created   []string // directories OpenWriter created, outermost first
+	pending   string   // name of this writer's pending directory, once staged
+	committed bool
+}
+
+func (ew *writer) Exists(runID string) (bool, error) {
+	_, err := ew.out.Lstat(runID)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, err
+}
+
+func (ew *writer) Stage(files []ports.File) error {
+	if ew.pending != "" {
+		return errors.New("already staged")
+	}
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return err
+	}
+	name := PendingPrefix + hex.EncodeToString(nonce[:])
+	if err := ew.out.Mkdir(name, 0o755); err != nil {
+		return err
+	}
+	ew.pending = name // from here on, Close removes it
+	for _, f := range files {
+		if err := ew.writeFile(path.Join(name, f.Name), f.Data); err != nil {
+			return err
+		}
+	}
+	return ew.syncDir(name)
+}
+
+// writeFile creates name exclusively, writes data, fsyncs and closes it,
+// checking every step.
+func (ew *writer) writeFile(name string, data []byte) error {
+	f, err := ew.out.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := ew.ws.sync(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// syncDir fsyncs the directory name inside the output directory ("." for
+// the output directory itself).
+func (ew *writer) syncDir(name string) error {
+	d, err := ew.out.Open(name)
+	if err != nil {
+		return err
+	}
+	if err := ew.ws.sync(d); err != nil {
+		d.Close()
+		return err
+	}
+	return d.Close()
+}
+
+func (ew *writer) Commit(runID string) error {
+	if ew.pending == "" {
+		return errors.New("nothing staged")
+	}
+	if err := renameNoReplace(ew.dirFile, ew.pending, runID); err != nil {
+		return err
+	}
+	if err := ew.syncAfterCommit(); err != nil {
+		// Not durable: take the run back out of sight so that a run that is
+		// visible is always one whose commit completed. Close removes it.
+		if rerr := renameNoReplace(ew.dirFile, runID, ew.pending); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		return err
+	}
+	ew.pending = ""
+	ew.committed = true
+	return nil
+}
+
+// syncAfterCommit fsyncs the output directory, then the parent of each
+// directory OpenWriter created, innermost first.
+func (ew *writer) syncAfterCommit() error {
+	if err := ew.ws.sync(ew.dirFile); err != nil {
+		return err
+	}
+	for _, dir := range slices.Backward(ew.created) {
+		parent, err := ew.ws.root.Open(path.Dir(dir))
+		if err != nil {
+			return err
+		}
+		err = ew.ws.sync(parent)
+		parent.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (ew *writer) Close() error {
+	var errs []error
+	if ew.pending != "" {
+		errs = append(errs, ew.out.RemoveAll(ew.pending))
+		ew.pending = ""
+	}
+	if !ew.committed && ew.out != nil {
+		// Nothing was committed: directories this writer created hold only
+		// its lock file, so they go too, while the lock is still held.
+		// Remove refuses a directory that is not empty, so nothing else is
+		// ever lost.
+		if len(ew.created) > 0 && ew.out.Remove(LockName) == nil {
+			for _, dir := range slices.Backward(ew.created) {
+				if ew.ws.root.Remove(dir) != nil {
+					break
+				}
+			}
+		}
+	}
+	return errors.Join(append(errs, ew.release())...)
+}
+
+// release drops the lock (closing its file releases the flock) and closes
+// what the writer opened.
+func (ew *writer) release() error {
+	var errs []error
+	if ew.lock != nil {
+		errs = append(errs, ew.lock.Close())
+	}
+	if ew.dirFile != nil {
+		errs = append(errs, ew.dirFile.Close())
+	}
+	if ew.out != nil {
+		errs = append(errs, ew.out.Close())
+	}
+	ew.lock, ew.dirFile, ew.out = nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// ReadRun implements ports.EvidenceStore.
+func (w *Workspace) ReadRun(dir, runID string, names []string, limitBytes int64) (ports.SavedRun, error) {
+	runPath := path.Join(dir, runID)
+	fi, err := w.root.Lstat(runPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return ports.SavedRun{}, nil
+	case err != nil:
+		return ports.SavedRun{}, classify(err)
+	case !fi.IsDir():
+		return ports.SavedRun{Exists: true}, nil
+	}
+	run := ports.SavedRun{Exists: true, Dir: true}
+	for _, name := range names {
+		sf := ports.SavedFile{Name: name}
+		sf.Data, sf.Err = w.readSaved(path.Join(runPath, name), limitBytes)
+		run.Files = append(run.Files, sf)
+	}
+	run.Extra, err = w.hasExtra(runPath, names)
+	return run, err
+}
+
+// readSaved reads one saved file: a regular file, never through a symlink.
+func (w *Workspace) readSaved(name string, limitBytes int64) ([]byte, error) {
+	before, err := w.root.Lstat(name)
+	if err != nil {
+		return nil, classify(err)
+	}
+	if !before.Mode().IsRegular() {
+		return nil, ports.ErrNotRegular
+	}
+	f, err := w.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer f.Close()
+	after, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !os.SameFile(before, after) {
+		return nil, ports.ErrNotRegular // swapped for something else meanwhile
+	}
+	return bounded.Read(f, limitBytes, after.Size())
+}
+
+// hasExtra reports whether the run directory holds an entry not in names.
+// It stops at the first such entry, so a huge directory is not listed.
+func (w *Workspace) hasExtra(runPath string, names []string) (bool, error) {
+	d, err := w.root.Open(runPath)
+	if err != nil {
+		return false, classify(err)
+	}
+	defer d.Close()
+	for {
+		entries, err := d.ReadDir(16)
+		for _, e := range entries {
+			if !slices.Contains(names, e.Name()) {
+				return true, nil
+			}
+		}
+		if err == io.EOF || len(entries) == 0 {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+}

@@ -1,0 +1,221 @@
+package osfs_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/adapters/osfs"
+	"github.com/metricproof/metricproof/ports"
+)
+
+// Only a real disk has symlinks and FIFOs; these cases complete the
+// contract suite for osfs.
+
+// layout makes a workspace and a sibling "outside" directory holding a file.
+func layout(t *testing.T) (ws, outside string) {
+	t.Helper()
+	base := t.TempDir()
+	ws = filepath.Join(base, "ws")
+	outside = filepath.Join(base, "outside")
+	for _, d := range []string{filepath.Join(ws, "data"), filepath.Join(ws, "runs"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(ws, "data", "real.csv"), filepath.Join(outside, "secret.csv")} {
+		if err := os.WriteFile(f, []byte("bytes"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ws, outside
+}
+
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func open(t *testing.T, dir string) *osfs.Workspace {
+	t.Helper()
+	ws, err := osfs.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return ws
+}
+
+func TestSourcesThroughSymlinks(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, ws, outside string)
+		want  error
+	}{
+		{"a relative link inside is followed", func(t *testing.T, ws, _ string) {
+			symlink(t, "real.csv", filepath.Join(ws, "data", "x.csv"))
+		}, nil},
+		{"an absolute link outside escapes", func(t *testing.T, ws, outside string) {
+			symlink(t, filepath.Join(outside, "secret.csv"), filepath.Join(ws, "data", "x.csv"))
+		}, ports.ErrOutside},
+		{"a relative link climbing out escapes", func(t *testing.T, ws, _ string) {
+			symlink(t, "../../outside/secret.csv", filepath.Join(ws, "data", "x.csv"))
+		}, ports.ErrOutside},
+		{"a linked folder outside escapes", func(t *testing.T, ws, outside string) {
+			if err := os.Remove(filepath.Join(ws, "data", "real.csv")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(ws, "data")); err != nil {
+				t.Fatal(err)
+			}
+			symlink(t, outside, filepath.Join(ws, "data"))
+			symlink(t, "secret.csv", filepath.Join(outside, "x.csv"))
+		}, ports.ErrOutside},
+		{"a dangling link is missing", func(t *testing.T, ws, _ string) {
+			symlink(t, "nothing.csv", filepath.Join(ws, "data", "x.csv"))
+		}, ports.ErrMissing},
+		{"a FIFO is refused without blocking", func(t *testing.T, ws, _ string) {
+			if err := syscall.Mkfifo(filepath.Join(ws, "data", "x.csv"), 0o644); err != nil {
+				t.Skip("no FIFOs here:", err)
+			}
+		}, ports.ErrNotRegular},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			ws, outside := layout(t)
+			tt.setup(t, ws, outside)
+			done := make(chan struct{})
+			var got []byte
+			var err error
+			go func() {
+				got, err = open(t, ws).ReadSource("data/x.csv", 1024)
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("ReadSource blocked")
+			}
+			if tt.want == nil {
+				is.NoErr(err)
+				is.Equal(string(got), "bytes")
+				return
+			}
+			is.True(errors.Is(err, tt.want)) // the port's named error
+		})
+	}
+}
+
+func TestResolveFollowsSymlinks(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, ws, outside string)
+		path  string
+		want  ports.Location
+		err   error
+	}{
+		{"a link to data resolves to data", func(t *testing.T, ws, _ string) {
+			symlink(t, "data", filepath.Join(ws, "out"))
+		}, "out", ports.Location{Rel: "data", Exists: true, Dir: true}, nil},
+		{"a link to a new folder inside data", func(t *testing.T, ws, _ string) {
+			symlink(t, "data/new", filepath.Join(ws, "out"))
+		}, "out/run", ports.Location{Rel: "data/new/run"}, nil},
+		{"an absolute link inside", func(t *testing.T, ws, _ string) {
+			symlink(t, filepath.Join(ws, "runs"), filepath.Join(ws, "out"))
+		}, "out/demo", ports.Location{Rel: "runs/demo"}, nil},
+		{"a link to the workspace", func(t *testing.T, ws, _ string) {
+			symlink(t, ".", filepath.Join(ws, "out"))
+		}, "out", ports.Location{Rel: ".", Exists: true, Dir: true}, nil},
+		{"a link outside", func(t *testing.T, ws, outside string) {
+			symlink(t, outside, filepath.Join(ws, "out"))
+		}, "out/demo", ports.Location{}, ports.ErrOutside},
+		{"a relative link climbing out", func(t *testing.T, ws, _ string) {
+			symlink(t, "../outside", filepath.Join(ws, "out"))
+		}, "out", ports.Location{}, ports.ErrOutside},
+		{"a link then dot-dot steps back from the target", func(t *testing.T, ws, _ string) {
+			if err := os.MkdirAll(filepath.Join(ws, "deep", "er"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			symlink(t, "deep/er", filepath.Join(ws, "out"))
+		}, "out/../runs", ports.Location{Rel: "deep/runs"}, nil},
+		{"a loop", func(t *testing.T, ws, _ string) {
+			symlink(t, "b", filepath.Join(ws, "a"))
+			symlink(t, "a", filepath.Join(ws, "b"))
+		}, "a", ports.Location{}, syscall.ELOOP},
+		{"an absolute path reached through an outside link", func(t *testing.T, ws, outside string) {
+			symlink(t, filepath.Join(ws, "runs"), filepath.Join(outside, "to-runs"))
+		}, "", ports.Location{Rel: "runs", Exists: true, Dir: true}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			ws, outside := layout(t)
+			tt.setup(t, ws, outside)
+			p := tt.path
+			if p == "" {
+				p = filepath.Join(outside, "to-runs")
+			}
+			got, err := open(t, ws).Resolve(p)
+			is.True(errors.Is(err, tt.err)) // the named error
+			if tt.err == nil {
+				is.Equal(got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWorkspaceReachedThroughASymlink(t *testing.T) {
+	is := is.New(t)
+	ws, outside := layout(t)
+	link := filepath.Join(outside, "ws-link")
+	symlink(t, ws, link)
+	w := open(t, link)
+	got, err := w.ReadSource("data/real.csv", 1024)
+	is.NoErr(err)
+	is.Equal(string(got), "bytes")
+	loc, err := w.Resolve(filepath.Join(link, "runs"))
+	is.NoErr(err)
+	is.Equal(loc, ports.Location{Rel: "runs", Exists: true, Dir: true})
+}
+
+func TestOpenRefusesWhatIsNotADirectory(t *testing.T) {
+	is := is.New(t)
+	ws, _ := layout(t)
+	_, err := osfs.Open(filepath.Join(ws, "nothing"))
+	is.True(errors.Is(err, ports.ErrMissing))
+	_, err = osfs.Open(filepath.Join(ws, "data", "real.csv"))
+	is.True(errors.Is(err, ports.ErrNotDir))
+	_, err = osfs.Open("")
+	is.True(errors.Is(err, ports.ErrMissing))
+}
+
+func TestSavedFilesAreNeverReadThroughSymlinks(t *testing.T) {
+	is := is.New(t)
+	ws, outside := layout(t)
+	run := filepath.Join(ws, "runs", "r1")
+	is.NoErr(os.MkdirAll(run, 0o755))
+	is.NoErr(os.WriteFile(filepath.Join(run, "result.json"), []byte("{}"), 0o644))
+	symlink(t, "result.json", filepath.Join(run, "receipt.json"))                          // inside
+	symlink(t, filepath.Join(outside, "secret.csv"), filepath.Join(run, "checksums.json")) // outside
+	symlink(t, "r1", filepath.Join(ws, "runs", "r2"))
+
+	w := open(t, ws)
+	names := []string{"result.json", "receipt.json", "checksums.json"}
+	got, err := w.ReadRun("runs", "r1", names, 1024)
+	is.NoErr(err)
+	is.NoErr(got.Files[0].Err)
+	is.True(errors.Is(got.Files[1].Err, ports.ErrNotRegular))
+	is.True(errors.Is(got.Files[2].Err, ports.ErrNotRegular))
+
+	got, err = w.ReadRun("runs", "r2", names, 1024)
+	is.NoErr(err)
+	is.True(got.Exists && !got.Dir) // a symlinked run directory is not a run directory
+}

@@ -1,0 +1,80 @@
+package osfs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/ports"
+)
+
+// Every fsync of a write is checked: whichever one fails, the run never
+// becomes visible and nothing this writer made is left behind.
+func TestAnyFailedSyncAbandonsTheCommit(t *testing.T) {
+	files := []ports.File{{Name: "result.json", Data: []byte("1")}, {Name: "receipt.json", Data: []byte("2")}, {Name: "checksums.json", Data: []byte("3")}}
+	// Stage syncs 3 files and the pending directory; Commit syncs out,
+	// then runs/ (parent of the created out) and the workspace (parent of
+	// the created runs/).
+	const syncs = 4 + 3
+	for failAt := 1; failAt <= syncs; failAt++ {
+		is := is.New(t)
+		dir := t.TempDir()
+		ws, err := Open(dir)
+		is.NoErr(err)
+		calls := 0
+		boom := errors.New("injected fsync failure")
+		ws.sync = func(f *os.File) error {
+			calls++
+			if calls == failAt {
+				return boom
+			}
+			return f.Sync()
+		}
+		w, err := ws.OpenWriter("runs/out")
+		is.NoErr(err)
+		err = w.Stage(files)
+		if err == nil {
+			err = w.Commit("r1")
+		}
+		is.True(errors.Is(err, boom)) // the failure is reported
+		is.NoErr(w.Close())
+		_, statErr := os.Lstat(filepath.Join(dir, "runs", "out", "r1"))
+		is.True(errors.Is(statErr, os.ErrNotExist)) // no run is visible
+		entries, _ := os.ReadDir(dir)
+		is.Equal(len(entries), 0) // nothing this writer created stays
+		ws.Close()
+	}
+}
+
+func TestSyncsCoverFilesPendingDirOutputAndCreatedParents(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	ws, err := Open(dir)
+	is.NoErr(err)
+	defer ws.Close()
+	var synced []string
+	ws.sync = func(f *os.File) error {
+		rel, _ := filepath.Rel(dir, f.Name())
+		synced = append(synced, filepath.ToSlash(rel))
+		return f.Sync()
+	}
+	w, err := ws.OpenWriter("runs/out")
+	is.NoErr(err)
+	is.NoErr(w.Stage([]ports.File{{Name: "a.json", Data: []byte("1")}}))
+	is.NoErr(w.Commit("r1"))
+	is.NoErr(w.Close())
+	is.Equal(len(synced), 5)
+	pending := filepath.Dir(synced[0])
+	is.True(strings.HasPrefix(pending, "runs/out/"+PendingPrefix))
+	is.Equal(synced, []string{
+		pending + "/a.json", // the file
+		pending,             // the pending directory, before the rename
+		"runs/out",          // the output directory, after the rename
+		"runs",              // parent of the created out
+		".",                 // the workspace, parent of the created runs
+	})
+}

@@ -1,0 +1,312 @@
+// Package porttest holds the contract test suites that every adapter of a
+// port must pass, and fixed fakes of the clock and engine ports.
+//
+// Each suite takes a Factory that builds a fresh workspace with given
+// contents on the adapter under test. osfs runs the suites on a real disk
+// in t.TempDir(), memfs on afero.MemMapFs; running one suite against both
+// keeps the forgiving in-memory fake honest. Symlink cases exist only on a
+// real disk and live in osfs's own tests.
+package porttest
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/ports"
+)
+
+// Subject is one adapter over a fresh workspace.
+type Subject struct {
+	Sources  ports.SourceReader
+	Paths    ports.PathResolver
+	Evidence ports.EvidenceStore
+	// Marker returns the adapter's cancel marker at an operator path.
+	Marker func(path string) ports.Canceller
+	// Abs returns the absolute form of a workspace-relative path.
+	Abs func(rel string) string
+	// List returns the sorted entry names of a workspace-relative directory,
+	// or nil when it does not exist.
+	List func(rel string) []string
+	// Read returns a workspace-relative file's bytes.
+	Read func(rel string) ([]byte, error)
+	// Write creates a file (or, for a name ending in "/", a directory).
+	Write func(rel string, data string)
+}
+
+// Factory builds a Subject whose workspace holds files: names are
+// workspace-relative; a name ending in "/" is a directory.
+type Factory func(t *testing.T, files map[string]string) Subject
+
+// SourceReader runs the ports.SourceReader contract.
+func SourceReader(t *testing.T, newSubject Factory) {
+	t.Run("returns the exact bytes", func(t *testing.T) {
+		is := is.New(t)
+		content := "a,b\r\nc\x00\xff\n\n"
+		s := newSubject(t, map[string]string{"data/x.csv": content, "data/empty.csv": ""})
+		got, err := s.Sources.ReadSource("data/x.csv", 1024)
+		is.NoErr(err)
+		is.Equal(string(got), content)
+		got, err = s.Sources.ReadSource("data/empty.csv", 1024)
+		is.NoErr(err)
+		is.Equal(len(got), 0)
+	})
+	t.Run("enforces the limit to the byte", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"at": strings.Repeat("x", 100), "over": strings.Repeat("x", 101)})
+		got, err := s.Sources.ReadSource("at", 100)
+		is.NoErr(err)
+		is.Equal(len(got), 100)
+		_, err = s.Sources.ReadSource("over", 100)
+		is.True(errors.Is(err, ports.ErrTooLarge))
+	})
+	tests := []struct {
+		name string
+		path string
+		want error
+	}{
+		{"a missing file", "data/missing.csv", ports.ErrMissing},
+		{"a missing folder", "nothing/x.csv", ports.ErrMissing},
+		{"a file where a folder should be", "file/x.csv", ports.ErrMissing},
+		{"a directory", "data", ports.ErrNotRegular},
+		{"a path that climbs out", "../outside.csv", ports.ErrOutside},
+		{"a path that climbs out midway", "data/../../outside.csv", ports.ErrOutside},
+		{"an absolute path", "/etc/hostname", ports.ErrOutside},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" is refused", func(t *testing.T) {
+			is := is.New(t)
+			s := newSubject(t, map[string]string{"data/": "", "file": "x"})
+			_, err := s.Sources.ReadSource(tt.path, 1024)
+			is.True(errors.Is(err, tt.want)) // the port's named error
+		})
+	}
+}
+
+// PathResolver runs the ports.PathResolver contract.
+func PathResolver(t *testing.T, newSubject Factory) {
+	files := map[string]string{"data/": "", "data/groups.csv": "x", "runs/old/": ""}
+	tests := []struct {
+		name, path string
+		want       ports.Location
+		err        error
+	}{
+		{"the workspace", ".", ports.Location{Rel: ".", Exists: true, Dir: true}, nil},
+		{"an existing folder", "runs/old", ports.Location{Rel: "runs/old", Exists: true, Dir: true}, nil},
+		{"a trailing slash", "runs/old/", ports.Location{Rel: "runs/old", Exists: true, Dir: true}, nil},
+		{"a new folder", "runs/new/deeper", ports.Location{Rel: "runs/new/deeper"}, nil},
+		{"an existing file", "data/groups.csv", ports.Location{Rel: "data/groups.csv", Exists: true}, nil},
+		{"dot-dot inside", "runs/old/../../data", ports.Location{Rel: "data", Exists: true, Dir: true}, nil},
+		{"dot-dot after a new folder", "runs/new/../old", ports.Location{Rel: "runs/old", Exists: true, Dir: true}, nil},
+		{"climbing out", "..", ports.Location{}, ports.ErrOutside},
+		{"climbing out midway", "runs/../../x", ports.Location{}, ports.ErrOutside},
+		{"climbing out after a new folder", "new/../../x", ports.Location{}, ports.ErrOutside},
+		{"under a file", "data/groups.csv/x", ports.Location{}, ports.ErrNotDir},
+		{"an absolute path outside", "/", ports.Location{}, ports.ErrOutside},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			s := newSubject(t, files)
+			got, err := s.Paths.Resolve(tt.path)
+			is.True(errors.Is(err, tt.err)) // the port's named error
+			if tt.err == nil {
+				is.Equal(got, tt.want)
+			}
+		})
+	}
+	t.Run("an absolute path inside", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, files)
+		got, err := s.Paths.Resolve(s.Abs("runs/new"))
+		is.NoErr(err)
+		is.Equal(got, ports.Location{Rel: "runs/new"})
+		got, err = s.Paths.Resolve(s.Abs("."))
+		is.NoErr(err)
+		is.Equal(got, ports.Location{Rel: ".", Exists: true, Dir: true})
+	})
+}
+
+// Canceller runs the ports.Canceller contract on the adapter's marker.
+func Canceller(t *testing.T, newSubject Factory) {
+	is := is.New(t)
+	s := newSubject(t, map[string]string{"flags/": ""})
+	never := s.Marker("")
+	c, err := never.Cancelled()
+	is.NoErr(err)
+	is.True(!c) // no marker path: never cancelled
+
+	m := s.Marker("flags/stop")
+	c, err = m.Cancelled()
+	is.NoErr(err)
+	is.True(!c) // absent marker
+	s.Write("flags/stop", "")
+	c, err = m.Cancelled()
+	is.NoErr(err)
+	is.True(c) // present marker
+
+	c, err = s.Marker(s.Abs("flags/stop")).Cancelled()
+	is.NoErr(err)
+	is.True(c) // absolute form of the same marker
+
+	_, err = s.Marker("../stop").Cancelled()
+	is.True(errors.Is(err, ports.ErrOutside)) // a marker outside the workspace
+}
+
+// EvidenceStore runs the ports.EvidenceStore and ports.EvidenceWriter
+// contract.
+func EvidenceStore(t *testing.T, newSubject Factory) {
+	runFiles := []ports.File{{Name: "result.json", Data: []byte("{\"r\":1}\n")}, {Name: "receipt.json", Data: []byte("{}\n")}, {Name: "checksums.json", Data: []byte("[]\n")}}
+	names := []string{"result.json", "receipt.json", "checksums.json"}
+
+	t.Run("a commit makes the run visible whole, and nothing else", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, nil)
+		w, err := s.Evidence.OpenWriter("runs/demo")
+		is.NoErr(err)
+		exists, err := w.Exists("r1")
+		is.NoErr(err)
+		is.True(!exists)
+		is.NoErr(w.Stage(runFiles))
+		is.Equal(s.List("runs/demo/r1"), nil) // nothing visible before the commit
+		is.NoErr(w.Commit("r1"))
+		is.NoErr(w.Close())
+		is.Equal(s.List("runs/demo"), []string{".writer.lock", "r1"}) // no pending directory left
+		is.Equal(s.List("runs/demo/r1"), []string{"checksums.json", "receipt.json", "result.json"})
+
+		run, err := s.Evidence.ReadRun("runs/demo", "r1", names, 1024)
+		is.NoErr(err)
+		is.True(run.Exists && run.Dir && !run.Extra)
+		for i, f := range run.Files {
+			is.NoErr(f.Err)
+			is.Equal(f.Name, names[i])
+			is.Equal(string(f.Data), string(runFiles[i].Data))
+		}
+	})
+
+	t.Run("the lock excludes a second writer until the first closes", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"out/": ""})
+		first, err := s.Evidence.OpenWriter("out")
+		is.NoErr(err)
+		_, err = s.Evidence.OpenWriter("out")
+		is.True(errors.Is(err, ports.ErrBusy))
+		is.NoErr(first.Close())
+		second, err := s.Evidence.OpenWriter("out")
+		is.NoErr(err)
+		is.NoErr(second.Close())
+		is.Equal(s.List("out"), []string{".writer.lock"}) // the lock file may stay
+	})
+
+	t.Run("a commit never replaces an existing entry", func(t *testing.T) {
+		for _, existing := range []string{"out/r1/", "out/r1"} {
+			is := is.New(t)
+			s := newSubject(t, map[string]string{"out/": "", existing: "keep"})
+			w, err := s.Evidence.OpenWriter("out")
+			is.NoErr(err)
+			exists, err := w.Exists("r1")
+			is.NoErr(err)
+			is.True(exists)
+			is.NoErr(w.Stage(runFiles))
+			is.True(errors.Is(w.Commit("r1"), ports.ErrExists))
+			is.NoErr(w.Close())
+			is.Equal(s.List("out"), []string{".writer.lock", "r1"}) // pending removed, entry kept
+			if !strings.HasSuffix(existing, "/") {
+				b, err := s.Read("out/r1")
+				is.NoErr(err)
+				is.Equal(string(b), "keep")
+			}
+		}
+	})
+
+	t.Run("closing without a commit leaves nothing this writer made", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"runs/": ""})
+		w, err := s.Evidence.OpenWriter("runs/new/deeper")
+		is.NoErr(err)
+		is.NoErr(w.Stage(runFiles))
+		is.NoErr(w.Close())
+		is.Equal(s.List("runs"), []string{}) // created folders and the lock went too
+	})
+
+	t.Run("closing without a commit keeps what others made", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"out/": "", "out/other": "x"})
+		w, err := s.Evidence.OpenWriter("out")
+		is.NoErr(err)
+		is.NoErr(w.Stage(runFiles))
+		is.NoErr(w.Close())
+		is.Equal(s.List("out"), []string{".writer.lock", "other"})
+	})
+
+	t.Run("an output path under a file is refused", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"out": "x"})
+		_, err := s.Evidence.OpenWriter("out/runs")
+		is.True(errors.Is(err, ports.ErrNotDir))
+	})
+
+	t.Run("read back reports what it found", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{
+			"out/file":              "x",
+			"out/r/result.json":     "0123456789",
+			"out/r/receipt.json/":   "",
+			"out/big/result.json":   strings.Repeat("x", 11),
+			"out/extra/result.json": "{}",
+			"out/extra/notes.txt":   "hi",
+		})
+		run, err := s.Evidence.ReadRun("out", "missing", names, 10)
+		is.NoErr(err)
+		is.True(!run.Exists)
+		run, err = s.Evidence.ReadRun("nothing-here", "r", names, 10)
+		is.NoErr(err)
+		is.True(!run.Exists)
+		run, err = s.Evidence.ReadRun("out", "file", names, 10)
+		is.NoErr(err)
+		is.True(run.Exists && !run.Dir)
+
+		run, err = s.Evidence.ReadRun("out", "r", names, 10)
+		is.NoErr(err)
+		is.True(run.Exists && run.Dir && !run.Extra)
+		is.NoErr(run.Files[0].Err)
+		is.Equal(string(run.Files[0].Data), "0123456789")         // exactly the limit
+		is.True(errors.Is(run.Files[1].Err, ports.ErrNotRegular)) // a directory
+		is.True(errors.Is(run.Files[2].Err, ports.ErrMissing))
+
+		run, err = s.Evidence.ReadRun("out", "big", names, 10)
+		is.NoErr(err)
+		is.True(errors.Is(run.Files[0].Err, ports.ErrTooLarge))
+
+		run, err = s.Evidence.ReadRun("out", "extra", names, 10)
+		is.NoErr(err)
+		is.True(run.Extra) // notes.txt is not a run file
+	})
+}
+
+// FixedClock is a ports.Clock that always tells the same time.
+type FixedClock time.Time
+
+// Now implements ports.Clock.
+func (c FixedClock) Now() time.Time { return time.Time(c) }
+
+// FixedEngine is a ports.Engine with a fixed identity.
+type FixedEngine ports.EngineIdentity
+
+// Identity implements ports.Engine.
+func (e FixedEngine) Identity() (ports.EngineIdentity, error) { return ports.EngineIdentity(e), nil }
+
+// SortedNames is a helper for Subject.List implementations: it sorts names
+// and returns an empty, non-nil slice for an empty directory.
+func SortedNames(names []string) []string {
+	out := slices.Clone(names)
+	if out == nil {
+		out = []string{}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,163 @@
+// Package ports declares what the application needs from the world outside
+// the calculation: source bytes, a place to commit and read back evidence, a
+// clock, a cancellation signal and the engine's identity.
+//
+// Adapters implement these interfaces (the OS filesystem in production, an
+// afero in-memory filesystem in tests); the app package consumes them. Each
+// interface is small and promises exactly what the app relies on, and the
+// errors below are the closed set an adapter may report besides a plain I/O
+// failure. The contract test suites in adapters/porttest hold every adapter
+// to these promises.
+//
+// All paths that cross a port are workspace-relative and use forward
+// slashes; an adapter never returns an absolute path.
+package ports
+
+import (
+	"errors"
+	"time"
+)
+
+// Errors an adapter reports. Anything else is an I/O failure.
+var (
+	// ErrMissing: nothing exists at the path.
+	ErrMissing = errors.New("does not exist")
+	// ErrOutside: the path resolves, after symlinks, outside the workspace.
+	ErrOutside = errors.New("resolves outside the workspace")
+	// ErrNotRegular: the path exists but is not a regular file.
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrNotDir: the path exists but is not a directory.
+	ErrNotDir = errors.New("not a directory")
+	// ErrTooLarge: the file holds more bytes than the limit.
+	ErrTooLarge = errors.New("larger than the limit")
+	// ErrBusy: another process holds the writer lock.
+	ErrBusy = errors.New("another writer holds the lock")
+	// ErrExists: the commit found an entry already at the run's name.
+	ErrExists = errors.New("already exists")
+	// ErrNoReplaceUnsupported: the filesystem cannot rename without
+	// replacing, so no commit can be promised safe.
+	ErrNoReplaceUnsupported = errors.New("the filesystem cannot rename without replacing")
+)
+
+// SourceReader reads the fixed source files of the workspace.
+type SourceReader interface {
+	// ReadSource returns the exact bytes of the workspace-relative file
+	// name. It reads at most limitBytes+1 bytes and reports ErrTooLarge when
+	// the file holds more than limitBytes. The file must resolve inside the
+	// workspace after symlinks (else ErrOutside), exist (else ErrMissing)
+	// and be a regular file (else ErrNotRegular).
+	ReadSource(name string, limitBytes int64) ([]byte, error)
+}
+
+// Location is where an operator-chosen path resolves.
+type Location struct {
+	// Rel is the workspace-relative path with every symlink resolved, with
+	// forward slashes; "." is the workspace itself.
+	Rel string
+	// Exists reports whether anything is there.
+	Exists bool
+	// Dir reports whether what is there is a directory.
+	Dir bool
+}
+
+// PathResolver resolves the paths an operator gives as options.
+type PathResolver interface {
+	// Resolve resolves path, absolute or workspace-relative, following every
+	// symlink that exists along it; the part that does not exist yet is
+	// taken as written. A path that leaves the workspace is ErrOutside.
+	Resolve(path string) (Location, error)
+}
+
+// File is one file of a run directory.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// EvidenceStore commits run directories inside an output directory and reads
+// them back. dir is always a Location.Rel returned by PathResolver.Resolve.
+type EvidenceStore interface {
+	// OpenWriter creates dir if it does not exist (durably: each directory
+	// it creates is fsynced into its parent) and takes the writer lock
+	// dir/.writer.lock without waiting: ErrBusy when another process holds
+	// it. The lock dies with its holder.
+	OpenWriter(dir string) (EvidenceWriter, error)
+	// ReadRun reads the named files of run directory dir/runID without
+	// writing anything; see SavedRun.
+	ReadRun(dir, runID string, names []string, limitBytes int64) (SavedRun, error)
+}
+
+// EvidenceWriter is one writer's hold on an output directory. Only the
+// process that made a pending directory ever removes it.
+type EvidenceWriter interface {
+	// Exists reports whether any entry is at dir/runID.
+	Exists(runID string) (bool, error)
+	// Stage creates a fresh hidden pending directory (its name starts with
+	// '.') unique to this writer, creates each file in it exclusively,
+	// writes, fsyncs and closes it, and fsyncs the pending directory.
+	Stage(files []File) error
+	// Commit renames the pending directory to runID without ever replacing
+	// an entry (ErrExists), then fsyncs dir, and its parents that
+	// OpenWriter created. If a sync after the rename fails, the run is
+	// moved back out of sight and the error returned: a run that is visible
+	// is complete.
+	Commit(runID string) error
+	// Close removes the pending directory if it was not committed and
+	// releases the lock. The lock file stays.
+	Close() error
+}
+
+// SavedRun is what ReadRun found.
+type SavedRun struct {
+	// Exists reports whether any entry is at dir/runID.
+	Exists bool
+	// Dir reports whether that entry is a directory (not a symlink to one).
+	Dir bool
+	// Files holds one SavedFile per requested name, in the requested order.
+	Files []SavedFile
+	// Extra reports whether the directory holds entries other than the
+	// requested names.
+	Extra bool
+}
+
+// SavedFile is one file of a saved run.
+type SavedFile struct {
+	Name string
+	// Err is nil when Data holds the whole file; else ErrMissing,
+	// ErrNotRegular (a symlink included), ErrTooLarge, or an I/O failure.
+	Err  error
+	Data []byte
+}
+
+// Canceller reports the operator's cooperative cancellation.
+type Canceller interface {
+	// Cancelled reports whether the operator asked this call to stop. A
+	// marker path that resolves outside the workspace is ErrOutside.
+	Cancelled() (bool, error)
+}
+
+// Clock tells the time for receipts.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+}
+
+// Engine identifies the running engine.
+type Engine interface {
+	// Identity returns the SHA256 of the running executable and its build
+	// facts.
+	Identity() (EngineIdentity, error)
+}
+
+// EngineIdentity is the running engine's fingerprint and build facts.
+type EngineIdentity struct {
+	// SHA256 of the running executable's bytes, lowercase hex.
+	SHA256 string
+	// GoVersion is the toolchain that built the engine.
+	GoVersion string
+	// ModuleVersion, VCSRevision and VCSModified are empty or nil where the
+	// build did not record them.
+	ModuleVersion string
+	VCSRevision   string
+	VCSModified   *bool
+}
