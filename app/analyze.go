@@ -1,0 +1,155 @@
+package app
+
+import (
+	"path"
+
+	"github.com/metricproof/metricproof/domain"
+	"github.com/metricproof/metricproof/ports"
+)
+
+// protectedFolders are the workspace folders the output directory may not
+// equal, contain or sit inside: the sources, the repository and the
+// engine's own code.
+func protectedFolders() []string {
+	return []string{"data", "contracts", ".git", "domain", "ports", "adapters", "app", "cmd", "src"}
+}
+
+// within reports whether the clean relative path p is base or inside it,
+// comparing whole components.
+func within(p, base string) bool {
+	return base == "." || p == base || len(p) > len(base) && p[:len(base)] == base && p[len(base)] == '/'
+}
+
+// writableOutput resolves the output directory and applies the write
+// boundary of SPEC §6: inside the workspace after symlinks, not the
+// workspace itself, clear of the protected folders (wherever their own
+// symlinks lead), and a directory if it exists.
+func (s *Service) writableOutput() (ports.Location, *Error) {
+	out, err := s.p.Paths.Resolve(s.outputDir)
+	if err != nil {
+		return ports.Location{}, classify(resolvingOutput, "", err)
+	}
+	if out.Rel == "." {
+		return ports.Location{}, fail(PathBoundary, "the output directory may not be the workspace itself")
+	}
+	for _, name := range protectedFolders() {
+		folder, err := s.p.Paths.Resolve(name)
+		if err != nil {
+			continue // a protected folder that leads outside cannot hold out
+		}
+		if within(out.Rel, folder.Rel) || within(folder.Rel, out.Rel) {
+			return ports.Location{}, fail(PathBoundary, "the output directory may not equal, contain or sit inside %s", name)
+		}
+	}
+	if out.Exists && !out.Dir {
+		return ports.Location{}, fail(InvalidOutput, "the output directory exists and is not a directory")
+	}
+	return out, nil
+}
+
+type analyzeOutcome struct {
+	result    domain.Result
+	artifacts Artifacts
+}
+
+// Analyze computes the result over sources whose digest must equal
+// expectedDigest and commits it, with its receipt and checksums, as the run
+// directory O/runID: all three files or nothing, never over existing
+// evidence.
+func (s *Service) Analyze(runID, expectedDigest string) (analyzeOutcome, *Error) {
+	if e := s.checkCancel("before work"); e != nil {
+		return analyzeOutcome{}, e
+	}
+	out, e := s.writableOutput()
+	if e != nil {
+		return analyzeOutcome{}, e
+	}
+	snap, e := s.readSources(readingSource)
+	if e != nil {
+		return analyzeOutcome{}, e
+	}
+	_, result, e := compute(snap)
+	if e != nil {
+		return analyzeOutcome{}, e
+	}
+	if snap.digest != expectedDigest {
+		return analyzeOutcome{}, fail(StaleContext, "the sources' digest is not the expected one; run inspect_inputs again and pass the digest it returns")
+	}
+	files, e := s.runFiles(runID, snap, result)
+	if e != nil {
+		return analyzeOutcome{}, e
+	}
+	if e := s.checkCancel("before writes"); e != nil {
+		return analyzeOutcome{}, e
+	}
+	if e := s.commit(out.Rel, runID, snap.digest, files); e != nil {
+		return analyzeOutcome{}, e
+	}
+	dir := path.Join(out.Rel, runID)
+	return analyzeOutcome{result: result, artifacts: Artifacts{
+		Result:    path.Join(dir, ResultFile),
+		Receipt:   path.Join(dir, ReceiptFile),
+		Checksums: path.Join(dir, ChecksumsFile),
+	}}, nil
+}
+
+// runFiles encodes result.json, receipt.json and checksums.json.
+func (s *Service) runFiles(runID string, snap snapshot, result domain.Result) ([]ports.File, *Error) {
+	engine, err := s.p.Engine.Identity()
+	if err != nil {
+		return nil, classify(identifyingEngine, "", err)
+	}
+	resultBytes, err := saved(result)
+	if err != nil {
+		return nil, fail(InternalError, "the result could not be encoded")
+	}
+	receiptBytes, err := saved(newReceipt(runID, snap, engine, resultBytes, s.p.Clock.Now()))
+	if err != nil {
+		return nil, fail(InternalError, "the receipt could not be encoded")
+	}
+	checksumBytes, err := saved(Checksums{Receipt: domain.SHA256Hex(receiptBytes), Result: domain.SHA256Hex(resultBytes)})
+	if err != nil {
+		return nil, fail(InternalError, "the checksums could not be encoded")
+	}
+	return []ports.File{
+		{Name: ResultFile, Data: resultBytes},
+		{Name: ReceiptFile, Data: receiptBytes},
+		{Name: ChecksumsFile, Data: checksumBytes},
+	}, nil
+}
+
+// commit writes the run under the writer lock: collision check, staged and
+// synced files, sources and cancel marker re-checked, then the no-replace
+// rename. Whatever fails, the writer's Close removes what it staged.
+func (s *Service) commit(dir, runID, digest string, files []ports.File) *Error {
+	runPath := path.Join(dir, runID)
+	w, err := s.p.Evidence.OpenWriter(dir)
+	if err != nil {
+		return classify(writingRun, dir, err)
+	}
+	defer w.Close()
+	exists, err := w.Exists(runID)
+	if err != nil {
+		return classify(writingRun, runPath, err)
+	}
+	if exists {
+		return classify(writingRun, runPath, ports.ErrExists)
+	}
+	if err := w.Stage(files); err != nil {
+		return classify(writingRun, dir, err)
+	}
+	again, e := s.readSources(rereadingSource)
+	if e != nil {
+		return e
+	}
+	if again.digest != digest {
+		return fail(StaleContext, "the sources changed while the run was being written; nothing was committed: inspect again")
+	}
+	if e := s.checkCancel("before the commit"); e != nil {
+		return e
+	}
+	if err := w.Commit(runID); err != nil {
+		return classify(writingRun, runPath, err)
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/metricproof/metricproof/domain"
+	"github.com/metricproof/metricproof/domain/strictjson"
+	"github.com/metricproof/metricproof/ports"
+)
+
+// The files of a run directory, in the order analyze writes them and
+// verify_result reads them.
+const (
+	ResultFile    = "result.json"
+	ReceiptFile   = "receipt.json"
+	ChecksumsFile = "checksums.json"
+)
+
+// runFiles returns the three file names of a run.
+func runFiles() []string { return []string{ResultFile, ReceiptFile, ChecksumsFile} }
+
+// MaxSavedBytes is the read-back limit of each saved file.
+const MaxSavedBytes = 4 << 20
+
+// savedIndent is the one layout of every saved JSON file: two-space
+// indentation, keys in the struct's declared order (maps sorted), no HTML
+// escaping, one trailing newline. The same value always gives the same
+// bytes, which is what makes result.json reproducible.
+const savedIndent = "  "
+
+// saved encodes v in the saved layout.
+func saved(v any) ([]byte, error) { return marshal(v, savedIndent) }
+
+// Receipt binds a run to its sources, engine and result.
+type Receipt struct {
+	ProtocolVersion string            `json:"protocol_version"`
+	RunID           string            `json:"run_id"`
+	DefinitionID    string            `json:"definition_id"`
+	Sources         map[string]string `json:"sources"`
+	SourceDigest    string            `json:"source_digest"`
+	EngineSHA256    string            `json:"engine_sha256"`
+	ResultSHA256    string            `json:"result_sha256"`
+	CreatedAt       string            `json:"created_at"`
+	Build           Build             `json:"build"`
+}
+
+// Build holds the engine's build facts; null where the build did not
+// record one.
+type Build struct {
+	GoVersion     string  `json:"go_version"`
+	ModuleVersion *string `json:"module_version"`
+	VCSRevision   *string `json:"vcs_revision"`
+	VCSModified   *bool   `json:"vcs_modified"`
+}
+
+// Checksums binds the receipt and result bytes.
+type Checksums struct {
+	Receipt string `json:"receipt.json"`
+	Result  string `json:"result.json"`
+}
+
+// createdAtLayout writes the receipt's UTC time.
+const createdAtLayout = time.RFC3339Nano
+
+func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, resultBytes []byte, now time.Time) Receipt {
+	optional := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	return Receipt{
+		ProtocolVersion: ProtocolVersion,
+		RunID:           runID,
+		DefinitionID:    domain.DefinitionID,
+		Sources:         snap.hashes,
+		SourceDigest:    snap.digest,
+		EngineSHA256:    engine.SHA256,
+		ResultSHA256:    domain.SHA256Hex(resultBytes),
+		CreatedAt:       now.UTC().Format(createdAtLayout),
+		Build: Build{
+			GoVersion:     engine.GoVersion,
+			ModuleVersion: optional(engine.ModuleVersion),
+			VCSRevision:   optional(engine.VCSRevision),
+			VCSModified:   engine.VCSModified,
+		},
+	}
+}
+
+// decodeShape decodes data into v when data is strict JSON of exactly v's
+// shape: every key present, no other key, every value of its Go type. It
+// decodes, encodes the Go value back and requires the two to be equal as
+// JSON values, so a missing key, a null for a string or a stray key all fail.
+func decodeShape(data []byte, v any) bool {
+	got, err := strictjson.Parse(data)
+	if err != nil {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if dec.Decode(v) != nil {
+		return false
+	}
+	again, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	want, err := strictjson.Parse(again)
+	return err == nil && strictjson.Equal(want, got)
+}
+
+// validReceipt checks the receipt's values beyond their JSON types.
+func validReceipt(r Receipt) bool {
+	if len(r.Sources) != len(domain.SourceNames()) {
+		return false
+	}
+	for _, name := range domain.SourceNames() {
+		if !isDigest(r.Sources[name]) {
+			return false
+		}
+	}
+	_, err := time.Parse(createdAtLayout, r.CreatedAt)
+	return err == nil && isDigest(r.SourceDigest) && isDigest(r.EngineSHA256) && isDigest(r.ResultSHA256)
+}
