@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
+)
+
+// TestMain installs this test binary as the command "tool-runner" on PATH
+// (testscript.Main), so every test below runs the real runner as a separate
+// process over its stdio protocol.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"tool-runner": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout)) },
+		"lock-holder":  holdLock,
+	})
+}
+
+// holdLock is the command "lock-holder FILE": another process that takes
+// the writer lock exactly as analyze does (flock LOCK_EX on FILE, created
+// if missing), prints "locked" once it holds it, and keeps it until killed.
+func holdLock() {
+	f, err := os.OpenFile(os.Args[1], os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		os.Exit(2)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		os.Exit(2)
+	}
+	os.Stdout.WriteString("locked\n")
+	select {}
+}
+
+// startLockHolder starts lock-holder on path and returns once it holds the
+// lock. The test kills it at cleanup if it still runs.
+func startLockHolder(t *testing.T, path string) *exec.Cmd {
+	t.Helper()
+	p, err := exec.LookPath("lock-holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(p, path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	buf := make([]byte, len("locked\n"))
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "locked\n" {
+		t.Fatalf("lock-holder did not take the lock: %v %q", err, buf)
+	}
+	return cmd
+}
+
+// maxFixture writes the largest inputs of SPEC §8 into a fresh workspace:
+// 10,000 transactions with 64-character IDs (every 97th price blank, every
+// 89th customer unknown), 10,000 customers (every 50th repeated) and
+// 10,000 groups, each file within 1 MiB.
+func maxFixture(t *testing.T) string {
+	t.Helper()
+	ws := fixture(t)
+	var tx, cu, gr strings.Builder
+	tx.WriteString("transaction_id,customer_id,quantity,unit_price,discount\n")
+	for i := range 10_000 {
+		id := fmt.Sprintf("T%063d", i)
+		customer := fmt.Sprintf("C%04d", i%9_800)
+		if i%89 == 0 {
+			customer = fmt.Sprintf("X%04d", i)
+		}
+		price := fmt.Sprintf("%d.%02d", 1+i%997, i%100)
+		if i%97 == 0 {
+			price = ""
+		}
+		fmt.Fprintf(&tx, "%s,%s,%d,%s,0.%03d\n", id, customer, i%13-6, price, i%1000)
+	}
+	cu.WriteString("customer_id,segment\n")
+	for i := range 10_000 {
+		fmt.Fprintf(&cu, "C%04d,s%d\n", i%9_800, i%7)
+	}
+	gr.WriteString("group_id,successes,eligible\n")
+	for i := range 10_000 {
+		fmt.Fprintf(&gr, "G%05d,%d,%d\n", i, i%50, 50+i%11)
+	}
+	for name, b := range map[string]string{"data/transactions.csv": tx.String(), "data/customers.csv": cu.String(), "data/groups.csv": gr.String()} {
+		if len(b) > 1<<20 {
+			t.Fatalf("%s is %d bytes, over 1 MiB", name, len(b))
+		}
+		writeFile(t, filepath.Join(ws, name), []byte(b))
+	}
+	return ws
+}
+
+// runnerPath is the installed tool-runner.
+func runnerPath(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("tool-runner")
+	if err != nil {
+		t.Fatal("tool-runner is not installed by TestMain:", err)
+	}
+	return p
+}
+
+// outcome is one finished runner process.
+type outcome struct {
+	raw    string         // all of standard output
+	resp   map[string]any // the one response line, decoded
+	exit   int
+	stderr string
+}
+
+func (o outcome) code() string {
+	e, _ := o.resp["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func (o outcome) message() string {
+	e, _ := o.resp["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
+
+func (o outcome) result() map[string]any {
+	r, _ := o.resp["result"].(map[string]any)
+	return r
+}
+
+// call runs the runner in dir with stdin and args, and checks what every
+// answer must be: exactly one line of JSON on stdout and nothing on stderr.
+func call(t *testing.T, dir, stdin string, args ...string) outcome {
+	t.Helper()
+	cmd := exec.Command(runnerPath(t), args...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	o := outcome{raw: out.String(), stderr: errOut.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errorAs(err, &ee):
+		o.exit = ee.ExitCode()
+	default:
+		t.Fatalf("runner did not run: %v", err)
+	}
+	if o.stderr != "" {
+		t.Errorf("stderr is not empty: %q", o.stderr)
+	}
+	if strings.Count(o.raw, "\n") != 1 || !strings.HasSuffix(o.raw, "\n") {
+		t.Fatalf("want exactly one line on stdout, got %q", o.raw)
+	}
+	if err := json.Unmarshal([]byte(o.raw), &o.resp); err != nil {
+		t.Fatalf("stdout is not JSON: %v: %q", err, o.raw)
+	}
+	if abs := absolutePath.FindString(o.raw); abs != "" || strings.Contains(o.raw, dir) {
+		t.Errorf("response holds an absolute path %q: %s", abs, o.raw)
+	}
+	return o
+}
+
+// absolutePath finds what looks like an absolute path inside a JSON string.
+var absolutePath = regexp.MustCompile(`"/[^"]*|[ (]/[A-Za-z]`)
+
+func errorAs(err error, target **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+// repoRoot is the repository, two levels up from this package.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// fixture copies the shipped data/ and contracts/ into a fresh workspace.
+func fixture(t *testing.T) string {
+	t.Helper()
+	ws := t.TempDir()
+	for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
+		data, err := os.ReadFile(filepath.Join(repoRoot(t), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(ws, name), data)
+	}
+	return ws
+}
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Requests.
+func inspectRequest(id string) string {
+	return `{"request_id":"` + id + `","tool":"inspect_inputs","arguments":{}}`
+}
+
+func analyzeRequest(id, digest string) string {
+	return `{"request_id":"` + id + `","tool":"analyze","arguments":{"expected_source_digest":"` + digest + `"}}`
+}
+
+func verifyRequest(id, runID string) string {
+	return `{"request_id":"` + id + `","tool":"verify_result","arguments":{"run_id":"` + runID + `"}}`
+}
+
+// digestOf inspects the workspace and returns its source digest.
+func digestOf(t *testing.T, ws string) string {
+	t.Helper()
+	o := call(t, ws, inspectRequest("i1"), "--workspace", ws)
+	if o.exit != 0 {
+		t.Fatalf("inspect failed: %s", o.raw)
+	}
+	return o.result()["source_digest"].(string)
+}
+
+// analyze commits run id in ws/out and fails the test unless it succeeds.
+func analyze(t *testing.T, ws, out, id string) outcome {
+	t.Helper()
+	o := call(t, ws, analyzeRequest(id, digestOf(t, ws)), "--workspace", ws, "--output-dir", out)
+	if o.exit != 0 {
+		t.Fatalf("analyze failed: %s", o.raw)
+	}
+	return o
+}
+
+// TestScripts runs the CLI stories in testdata/script.
+func TestScripts(t *testing.T) {
+	root := repoRoot(t)
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
+				data, err := os.ReadFile(filepath.Join(root, name))
+				if err != nil {
+					return err
+				}
+				dst := filepath.Join(env.WorkDir, "ws", name)
+				if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+					return err
+				}
+				if err := os.WriteFile(dst, data, 0o644); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+}
