@@ -22,7 +22,7 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"tool-runner": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout)) },
-		"lock-holder":  holdLock,
+		"lock-holder": holdLock,
 	})
 }
 
