@@ -70,7 +70,7 @@ func startLockHolder(t *testing.T, path string) *exec.Cmd {
 
 // maxFixture writes the largest inputs of SPEC §8 into a fresh workspace:
 // 10,000 transactions with 64-character IDs (every 97th price blank, every
-// 89th customer unknown), 10,000 customers (every 50th repeated) and
+// 89th customer unknown), 10,000 customers (the first 200 IDs twice) and
 // 10,000 groups, each file within 1 MiB.
 func maxFixture(t *testing.T) string {
 	t.Helper()
