@@ -1,0 +1,139 @@
+package app_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/spf13/afero"
+
+	"github.com/metricproof/metricproof/adapters/memfs"
+	"github.com/metricproof/metricproof/adapters/osfs"
+	"github.com/metricproof/metricproof/adapters/porttest"
+	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/ports"
+)
+
+// cancelOnCall is a cancel marker that appears at the nth check.
+type cancelOnCall struct {
+	n, calls int
+}
+
+func (c *cancelOnCall) Cancelled() (bool, error) {
+	c.calls++
+	return c.calls == c.n, nil
+}
+
+// diskWorkspace copies the fixture into a temporary directory on the real
+// disk, where the promises about files are kept or broken.
+func diskWorkspace(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range shippedFixture(t) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func diskRunner(t *testing.T, cancel ports.Canceller, request string) app.Runner {
+	return app.Runner{
+		Open: func(o app.Options) (app.Ports, error) {
+			ws, err := osfs.Open(o.Workspace)
+			if err != nil {
+				return app.Ports{}, err
+			}
+			t.Cleanup(func() { ws.Close() })
+			return app.Ports{Sources: ws, Paths: ws, Evidence: ws, Cancel: cancel,
+				Clock: porttest.FixedClock(fixedTime), Engine: fixedEngine()}, nil
+		},
+		Read: func(int) ([]byte, bool, error) { return []byte(request), false, nil },
+	}
+}
+
+// A marker at any of analyze's three check points (before work, before
+// writes, just before the commit rename) stops the call: exit 3, status
+// cancelled, and no run, pending directory, lock or output directory left.
+func TestCancelAtEachCheckPointPreventsAnyCommit(t *testing.T) {
+	for point := 1; point <= 3; point++ {
+		t.Run([]string{"", "before work", "before writes", "before the commit"}[point], func(t *testing.T) {
+			is := is.New(t)
+			ws := diskWorkspace(t)
+			digest := decode(t, diskRunner(t, &cancelOnCall{}, inspect("i1")).Run([]string{"--workspace", ws})).Body.Result
+			var d struct {
+				SourceDigest string `json:"source_digest"`
+			}
+			is.NoErr(json.Unmarshal(digest, &d))
+			marker := &cancelOnCall{n: point}
+			r := decode(t, diskRunner(t, marker, analyzeReq("r1", d.SourceDigest)).Run([]string{"--workspace", ws, "--output-dir", "runs/out"}))
+			is.Equal(r.Exit, 3)
+			is.Equal(r.Body.Status, "cancelled")
+			is.Equal(r.code(), "CANCELLED")
+			is.Equal(r.Body.OK, false)
+			is.Equal(marker.calls, point) // stopped at that point, checked nothing after
+			_, err := os.Lstat(filepath.Join(ws, "runs"))
+			is.True(errors.Is(err, os.ErrNotExist)) // nothing written, or all of it removed
+		})
+	}
+	t.Run("no marker commits", func(t *testing.T) {
+		is := is.New(t)
+		ws := diskWorkspace(t)
+		m := newMem(t, shippedFixture(t))
+		marker := &cancelOnCall{}
+		r := decode(t, diskRunner(t, marker, analyzeReq("r1", m.digest())).Run([]string{"--workspace", ws, "--output-dir", "runs/out"}))
+		is.Equal(r.Exit, 0)
+		is.Equal(marker.calls, 3) // all three points were checked
+		entries, err := os.ReadDir(filepath.Join(ws, "runs", "out"))
+		is.NoErr(err)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		is.Equal(names, []string{".writer.lock", "r1"}) // no pending directory survives
+	})
+}
+
+func TestInspectAndVerifyCheckTheMarkerBeforeWork(t *testing.T) {
+	for _, req := range []string{inspect("i1"), verifyReq("v1", "r1")} {
+		is := is.New(t)
+		m := newMem(t, shippedFixture(t))
+		m.cancel = &cancelOnCall{n: 1}
+		r := m.run(req, "--workspace", wsRoot, "--output-dir", "runs")
+		is.Equal(r.code(), "CANCELLED")
+		is.Equal(r.Exit, 3)
+	}
+}
+
+// failingFs fails every file write, standing in for a full or broken disk.
+type failingFs struct{ afero.Fs }
+
+func (f failingFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	if flag&os.O_EXCL != 0 {
+		return nil, errors.New("injected: no space left on device at " + name)
+	}
+	return f.Fs.OpenFile(name, flag, perm)
+}
+
+func TestAWriteFailureCommitsNothingAndNamesNoPath(t *testing.T) {
+	is := is.New(t)
+	m := newMem(t, shippedFixture(t))
+	digest := m.digest()
+	m.fs = failingFs{m.fs}
+	ws, err := memfs.New(m.fs, wsRoot)
+	is.NoErr(err)
+	m.ws = ws
+	r := m.run(analyzeReq("r1", digest), "--workspace", wsRoot, "--output-dir", "runs")
+	is.Equal(r.code(), "IO_OR_NUMERIC_ERROR")
+	is.True(strings.Contains(r.Body.Error.Message, "nothing was committed"))
+	is.True(!strings.Contains(r.Raw, "/secret")) // the OS error's path is not shown
+	is.True(!m.exists("runs"))                   // the writer removed what it created
+}
