@@ -1,0 +1,182 @@
+package metricproof_test
+
+import (
+	"fmt"
+	"go/build"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/domain"
+)
+
+const module = "github.com/metricproof/metricproof"
+
+// layers says what each top-level folder's packages may import, in the
+// manner of Go's own src/go/build/deps_test.go. Dependencies point inward:
+// adapters → ports → domain; app → ports, domain; cmd wires everything.
+// Imports of a package's own layer (its subpackages) are allowed except
+// where noted; the standard library is allowed except the I/O the domain
+// must never do.
+type layer struct {
+	// internal lists the module's top-level folders this layer may import.
+	internal []string
+	// external lists the third-party module paths it may import.
+	external []string
+	// anything: no restriction at all (the composition roots).
+	anything bool
+}
+
+func layers() map[string]layer {
+	return map[string]layer{
+		"":         {},
+		"domain":   {internal: []string{"domain"}, external: []string{"github.com/cockroachdb/apd/v3"}},
+		"ports":    {internal: []string{"domain"}},
+		"app":      {internal: []string{"domain", "ports"}},
+		"adapters": {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/spf13/afero", "golang.org/x/sys/unix", "github.com/matryer/is"}},
+		"cmd":      {anything: true},
+	}
+}
+
+// pureDomain lists standard packages the domain may not import: files,
+// processes, the network, the clock.
+func pureDomain() []string {
+	return []string{"os", "io/fs", "io/ioutil", "path/filepath", "net", "net/http", "syscall", "time", "runtime/debug", "os/exec", "log", "embed"}
+}
+
+// check reports whether a package in folder top may import imp.
+func check(top, pkg, imp string) error {
+	l, ok := layers()[top]
+	if !ok {
+		return fmt.Errorf("%s: folder %q is not in the layer table; add it to ARCHITECTURE.md and layers()", pkg, top)
+	}
+	if l.anything {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(imp, module+"/"); ok {
+		target, _, _ := strings.Cut(rest, "/")
+		if !slices.Contains(l.internal, target) {
+			return fmt.Errorf("%s imports %s: %s may not depend on %s", pkg, imp, top, target)
+		}
+		if top == "adapters" && target == "adapters" && !strings.HasPrefix(rest, "adapters/internal/") && !strings.HasSuffix(pkg, "/porttest") {
+			return fmt.Errorf("%s imports %s: adapters never import each other", pkg, imp)
+		}
+		return nil
+	}
+	first, _, _ := strings.Cut(imp, "/")
+	if !strings.Contains(first, ".") { // the standard library
+		if top == "domain" && slices.Contains(pureDomain(), imp) {
+			return fmt.Errorf("%s imports %s: the domain does no I/O and reads no clock", pkg, imp)
+		}
+		return nil
+	}
+	for _, ext := range l.external {
+		if imp == ext || strings.HasPrefix(imp, ext+"/") {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s imports %s: %s may not depend on that module", pkg, imp, top)
+}
+
+// TestDependenciesPointInward checks every package's non-test imports
+// against the layer table.
+func TestDependenciesPointInward(t *testing.T) {
+	is := is.New(t)
+	packages := 0
+	err := filepath.WalkDir(".", func(dir string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if dir != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "runs") {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(dir, 0)
+		if _, none := err.(*build.NoGoError); none {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		packages++
+		top, _, _ := strings.Cut(filepath.ToSlash(dir), "/")
+		if top == "." {
+			top = ""
+		}
+		path := module
+		if dir != "." {
+			path += "/" + filepath.ToSlash(dir)
+		}
+		for _, imp := range pkg.Imports {
+			if err := check(top, path, imp); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	is.NoErr(err)
+	is.True(packages > 10) // the walk found the tree
+}
+
+// The table itself can fail: each of these breaks a rule.
+func TestTheLayerTableRefusesWrongImports(t *testing.T) {
+	tests := []struct{ top, pkg, imp string }{
+		{"domain", module + "/domain", "os"},
+		{"domain", module + "/domain", "time"},
+		{"domain", module + "/domain", "github.com/spf13/afero"},
+		{"domain", module + "/domain", module + "/ports"},
+		{"ports", module + "/ports", module + "/app"},
+		{"ports", module + "/ports", module + "/adapters/osfs"},
+		{"app", module + "/app", module + "/adapters/osfs"},
+		{"app", module + "/app", "github.com/spf13/afero"},
+		{"adapters", module + "/adapters/osfs", module + "/app"},
+		{"adapters", module + "/adapters/osfs", module + "/adapters/memfs"},
+		{"adapters", module + "/adapters/osfs", module + "/cmd/tool-runner"},
+		{"internal", module + "/internal/x", "fmt"},
+	}
+	for _, tt := range tests {
+		if check(tt.top, tt.pkg, tt.imp) == nil {
+			t.Errorf("%s importing %s was allowed", tt.pkg, tt.imp)
+		}
+	}
+	for _, ok := range []struct{ top, pkg, imp string }{
+		{"domain", module + "/domain", "github.com/cockroachdb/apd/v3"},
+		{"domain", module + "/domain", module + "/domain/strictjson"},
+		{"adapters", module + "/adapters/osfs", module + "/adapters/internal/bounded"},
+		{"adapters", module + "/adapters/porttest", module + "/adapters/memfs"},
+		{"cmd", module + "/cmd/tool-runner", module + "/adapters/osfs"},
+	} {
+		if err := check(ok.top, ok.pkg, ok.imp); err != nil {
+			t.Errorf("wrongly refused: %v", err)
+		}
+	}
+}
+
+// The shipped fixture is byte for byte the text of SPEC §7, so --workspace .
+// works from a fresh clone and every document's numbers hold.
+func TestTheShippedFixtureIsSpecSection7(t *testing.T) {
+	is := is.New(t)
+	want := map[string]string{
+		"data/transactions.csv": "transaction_id,customer_id,quantity,unit_price,discount\nT1,C1,2,100.00,0.10\nT2,C2,-1,90.00,0\nT3,C3,1,50.00,0\nT4,C4,3,,0\nT5,C5,4,12.50,1\n",
+		"data/groups.csv":       "group_id,successes,eligible\nG1,45,50\nG2,46,60\n",
+		"data/customers.csv":    "customer_id,segment\nC1,retail\nC2,retail\nC2,wholesale\nC3,wholesale\nC4,retail\nC5,online\n",
+	}
+	for name, text := range want {
+		got, err := os.ReadFile(name)
+		is.NoErr(err)
+		is.Equal(string(got), text) // LF endings, trailing newline
+	}
+	got, err := os.ReadFile("contracts/metric-definitions.json")
+	is.NoErr(err)
+	is.Equal(string(got), domain.Contract) // the engine's contract is the shipped file
+	is.True(strings.HasPrefix(string(got), "{\n  \"definition_id\": \"synthetic-v1\",\n  \"synthetic\": true,\n"))
+	is.True(strings.HasSuffix(string(got), "\"human_approval\": \"not_granted\"}\n}\n"))
+}
