@@ -18,8 +18,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 )
 
 // runnerPackage is the tool-runner, by import path so the demo works from
@@ -76,7 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	digest, _ := inspected["result"].(map[string]any)["source_digest"].(string)
+	result, _ := inspected["result"].(map[string]any)
+	digest, _ := result["source_digest"].(string)
 	if _, ok := call(map[string]any{"request_id": *runID, "tool": "analyze", "arguments": map[string]any{"expected_source_digest": digest}}, true); !ok {
 		return 1
 	}
@@ -86,15 +85,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// findGo returns the go command: the one on PATH, else the one of the
-// toolchain that built this demo.
+// findGo returns the go command on PATH.
 func findGo() (string, error) {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p, nil
-	}
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(p); err != nil {
-		return "", errors.New("the go command is not on PATH")
+	p, err := exec.LookPath("go")
+	if err != nil {
+		return "", errors.New("the go command is not on PATH; the demo runs the runner with go run")
 	}
 	return p, nil
 }

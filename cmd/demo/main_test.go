@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+// The demo drives the real runner (go run, a separate process) three times
+// over a copy of the shipped fixture: three lines, all ok, the analyze line
+// holding SPEC §7's numbers and the third a verification. A second run of
+// the same run ID stops at OUTPUT_COLLISION and exits non-zero.
+func TestDemoRunsTheThreeToolsAndRefusesASecondRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the runner with go run")
+	}
+	is := is.New(t)
+	ws := t.TempDir()
+	for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", name))
+		is.NoErr(err)
+		is.NoErr(os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755))
+		is.NoErr(os.WriteFile(filepath.Join(ws, name), data, 0o644))
+	}
+	args := []string{"--workspace", ws, "--output-dir", "runs/demo", "--run-id", "demo-001"}
+
+	var out, errOut bytes.Buffer
+	is.Equal(run(args, &out, &errOut), 0)
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	is.Equal(len(lines), 3)
+	var resp [3]struct {
+		OK        bool              `json:"ok"`
+		Tool      string            `json:"tool"`
+		Artifacts map[string]string `json:"artifacts"`
+		Result    struct {
+			Conversion struct {
+				Rate string `json:"rate"`
+			} `json:"conversion"`
+			Revenue struct {
+				KnownSubtotal string `json:"known_subtotal"`
+			} `json:"revenue"`
+			Integrity string `json:"integrity"`
+		} `json:"result"`
+	}
+	for i, line := range lines {
+		is.NoErr(json.Unmarshal([]byte(line), &resp[i]))
+		is.True(resp[i].OK)
+	}
+	is.Equal(resp[0].Tool, "inspect_inputs")
+	is.Equal(resp[1].Tool, "analyze")
+	is.Equal(resp[1].Result.Conversion.Rate, "0.827272727273")
+	is.Equal(resp[1].Result.Revenue.KnownSubtotal, "140")
+	is.Equal(resp[1].Artifacts["result"], "runs/demo/demo-001/result.json")
+	is.Equal(resp[2].Tool, "verify_result")
+	is.Equal(resp[2].Result.Integrity, "verified")
+
+	out.Reset()
+	is.Equal(run(args, &out, &errOut), 1)
+	lines = strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	is.Equal(len(lines), 2) // stopped at analyze
+	is.True(strings.Contains(lines[1], `"code":"OUTPUT_COLLISION"`))
+}
+
+func TestDemoNeedsItsThreeOptions(t *testing.T) {
+	is := is.New(t)
+	var out, errOut bytes.Buffer
+	is.Equal(run([]string{"--workspace", "."}, &out, &errOut), 2)
+	is.Equal(out.Len(), 0)
+	is.True(strings.Contains(errOut.String(), "usage"))
+}
