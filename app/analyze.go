@@ -47,46 +47,48 @@ func (s *Service) writableOutput() (ports.Location, *Error) {
 	return out, nil
 }
 
-type analyzeOutcome struct {
-	result    domain.Result
-	artifacts Artifacts
+// AnalyzeResult is a committed run: the result (analyze's response result,
+// the JSON value of result.json) and the paths of its three files.
+type AnalyzeResult struct {
+	Result    domain.Result
+	Artifacts Artifacts
 }
 
 // Analyze computes the result over sources whose digest must equal
 // expectedDigest and commits it, with its receipt and checksums, as the run
 // directory O/runID: all three files or nothing, never over existing
 // evidence.
-func (s *Service) Analyze(runID, expectedDigest string) (analyzeOutcome, *Error) {
+func (s *Service) Analyze(runID, expectedDigest string) (AnalyzeResult, *Error) {
 	if e := s.checkCancel("before work"); e != nil {
-		return analyzeOutcome{}, e
+		return AnalyzeResult{}, e
 	}
 	out, e := s.writableOutput()
 	if e != nil {
-		return analyzeOutcome{}, e
+		return AnalyzeResult{}, e
 	}
 	snap, e := s.readSources(readingSource)
 	if e != nil {
-		return analyzeOutcome{}, e
+		return AnalyzeResult{}, e
 	}
 	_, result, e := compute(snap)
 	if e != nil {
-		return analyzeOutcome{}, e
+		return AnalyzeResult{}, e
 	}
 	if snap.digest != expectedDigest {
-		return analyzeOutcome{}, fail(StaleContext, "the sources' digest is not the expected one; run inspect_inputs again and pass the digest it returns")
+		return AnalyzeResult{}, fail(StaleContext, "the sources' digest is not the expected one; run inspect_inputs again and pass the digest it returns")
 	}
 	files, e := s.runFiles(runID, snap, result)
 	if e != nil {
-		return analyzeOutcome{}, e
+		return AnalyzeResult{}, e
 	}
 	if e := s.checkCancel("before writes"); e != nil {
-		return analyzeOutcome{}, e
+		return AnalyzeResult{}, e
 	}
 	if e := s.commit(out.Rel, runID, snap.digest, files); e != nil {
-		return analyzeOutcome{}, e
+		return AnalyzeResult{}, e
 	}
 	dir := path.Join(out.Rel, runID)
-	return analyzeOutcome{result: result, artifacts: Artifacts{
+	return AnalyzeResult{Result: result, Artifacts: Artifacts{
 		Result:    path.Join(dir, ResultFile),
 		Receipt:   path.Join(dir, ReceiptFile),
 		Checksums: path.Join(dir, ChecksumsFile),

@@ -97,7 +97,6 @@ const (
 	writingRun
 	readingRun
 	identifyingEngine
-	computing
 )
 
 // classify is the one table from failures to codes. subject names the file

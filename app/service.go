@@ -69,12 +69,6 @@ type Service struct {
 	outputDir string
 }
 
-// NewService returns a Service over p that commits to and reads from
-// outputDir (empty when the operator gave none).
-func NewService(p Ports, outputDir string) *Service {
-	return &Service{p: p, outputDir: outputDir}
-}
-
 // answer runs a request that passed every protocol check.
 func (s *Service) answer(req request, h heard) Reply {
 	if req.tool != ToolInspect && s.outputDir == "" {
@@ -89,9 +83,9 @@ func (s *Service) answer(req request, h heard) Reply {
 	case ToolInspect:
 		result, e = s.Inspect()
 	case ToolAnalyze:
-		var r analyzeOutcome
+		var r AnalyzeResult
 		r, e = s.Analyze(req.id, req.digest)
-		result, artifacts = r.result, r.artifacts
+		result, artifacts = r.Result, r.Artifacts
 	case ToolVerify:
 		result, e = s.Verify(req.runID)
 	}
