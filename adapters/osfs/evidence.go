@@ -228,7 +228,9 @@ func (ew *writer) release() error {
 	return errors.Join(errs...)
 }
 
-// ReadRun implements ports.EvidenceStore.
+// ReadRun implements ports.EvidenceStore. The run directory is opened once,
+// as a root of its own, and checked to be the very directory Lstat saw, so
+// a run swapped for a symlink meanwhile is never read through.
 func (w *Workspace) ReadRun(dir, runID string, names []string, limitBytes int64) (ports.SavedRun, error) {
 	runPath := path.Join(dir, runID)
 	fi, err := w.root.Lstat(runPath)
@@ -240,26 +242,43 @@ func (w *Workspace) ReadRun(dir, runID string, names []string, limitBytes int64)
 	case !fi.IsDir():
 		return ports.SavedRun{Exists: true}, nil
 	}
-	run := ports.SavedRun{Exists: true, Dir: true}
+	run, err := w.root.OpenRoot(runPath)
+	if err != nil {
+		return ports.SavedRun{}, classify(err)
+	}
+	defer run.Close()
+	d, err := run.Open(".")
+	if err != nil {
+		return ports.SavedRun{}, err
+	}
+	defer d.Close()
+	same, err := d.Stat()
+	if err != nil {
+		return ports.SavedRun{}, err
+	}
+	if !os.SameFile(fi, same) {
+		return ports.SavedRun{Exists: true}, nil // no longer the directory that was there
+	}
+	saved := ports.SavedRun{Exists: true, Dir: true}
 	for _, name := range names {
 		sf := ports.SavedFile{Name: name}
-		sf.Data, sf.Err = w.readSaved(path.Join(runPath, name), limitBytes)
-		run.Files = append(run.Files, sf)
+		sf.Data, sf.Err = readSaved(run, name, limitBytes)
+		saved.Files = append(saved.Files, sf)
 	}
-	run.Extra, err = w.hasExtra(runPath, names)
-	return run, err
+	saved.Extra, err = hasExtra(d, names)
+	return saved, err
 }
 
 // readSaved reads one saved file: a regular file, never through a symlink.
-func (w *Workspace) readSaved(name string, limitBytes int64) ([]byte, error) {
-	before, err := w.root.Lstat(name)
+func readSaved(run *os.Root, name string, limitBytes int64) ([]byte, error) {
+	before, err := run.Lstat(name)
 	if err != nil {
 		return nil, classify(err)
 	}
 	if !before.Mode().IsRegular() {
 		return nil, ports.ErrNotRegular
 	}
-	f, err := w.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := run.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -274,14 +293,10 @@ func (w *Workspace) readSaved(name string, limitBytes int64) ([]byte, error) {
 	return bounded.Read(f, limitBytes, after.Size())
 }
 
-// hasExtra reports whether the run directory holds an entry not in names.
-// It stops at the first such entry, so a huge directory is not listed.
-func (w *Workspace) hasExtra(runPath string, names []string) (bool, error) {
-	d, err := w.root.Open(runPath)
-	if err != nil {
-		return false, classify(err)
-	}
-	defer d.Close()
+// hasExtra reports whether the open run directory d holds an entry not in
+// names. It stops at the first such entry, so a huge directory is not
+// listed.
+func hasExtra(d *os.File, names []string) (bool, error) {
 	for {
 		entries, err := d.ReadDir(16)
 		for _, e := range entries {
