@@ -62,7 +62,8 @@ func diskRunner(t *testing.T, cancel ports.Canceller, request string) app.Runner
 
 // A marker at any of analyze's three check points (before work, before
 // writes, just before the commit rename) stops the call: exit 3, status
-// cancelled, and no run, pending directory, lock or output directory left.
+// cancelled, no run and no pending directory. Before writes nothing at all
+// is created; at the last point only the lock file (which may stay) is left.
 func TestCancelAtEachCheckPointPreventsAnyCommit(t *testing.T) {
 	for point := 1; point <= 3; point++ {
 		t.Run([]string{"", "before work", "before writes", "before the commit"}[point], func(t *testing.T) {
@@ -80,8 +81,14 @@ func TestCancelAtEachCheckPointPreventsAnyCommit(t *testing.T) {
 			is.Equal(r.code(), "CANCELLED")
 			is.Equal(r.Body.OK, false)
 			is.Equal(marker.calls, point) // stopped at that point, checked nothing after
-			_, err := os.Lstat(filepath.Join(ws, "runs"))
-			is.True(errors.Is(err, os.ErrNotExist)) // nothing written, or all of it removed
+			entries, err := os.ReadDir(filepath.Join(ws, "runs", "out"))
+			if point < 3 {
+				is.True(errors.Is(err, os.ErrNotExist)) // nothing written before writes
+				return
+			}
+			is.NoErr(err)
+			is.Equal(len(entries), 1) // no run, no pending directory
+			is.Equal(entries[0].Name(), ".writer.lock")
 		})
 	}
 	t.Run("no marker commits", func(t *testing.T) {
@@ -135,5 +142,8 @@ func TestAWriteFailureCommitsNothingAndNamesNoPath(t *testing.T) {
 	is.Equal(r.code(), "IO_OR_NUMERIC_ERROR")
 	is.True(strings.Contains(r.Body.Error.Message, "nothing was committed"))
 	is.True(!strings.Contains(r.Raw, "/secret")) // the OS error's path is not shown
-	is.True(!m.exists("runs"))                   // the writer removed what it created
+	entries, err := afero.ReadDir(m.fs, wsRoot+"/runs")
+	is.NoErr(err)
+	is.Equal(len(entries), 1) // no run, no pending directory: only the lock file
+	is.Equal(entries[0].Name(), ".writer.lock")
 }

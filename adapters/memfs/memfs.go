@@ -6,7 +6,7 @@
 // can keep: exact bytes, limits enforced while reading, containment (paths
 // are resolved lexically, and ".." past the workspace is refused), the
 // writer lock (held in this value, so it excludes writers sharing it), no
-// replacing commits, and cleanup of what a writer created. It does not
+// replacing commits, and removal of an uncommitted pending directory. It does not
 // follow symlinks or fsync anything; use osfs for the real disk.
 package memfs
 
@@ -184,7 +184,6 @@ func (m marker) Cancelled() (bool, error) {
 
 // OpenWriter implements ports.EvidenceStore.
 func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
-	var created []string
 	cur := ""
 	for _, part := range split(dir) {
 		cur = path.Join(cur, part)
@@ -194,7 +193,6 @@ func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
 			if err := w.fs.Mkdir(w.abs(cur), 0o755); err != nil {
 				return nil, err
 			}
-			created = append(created, cur)
 		case err != nil:
 			return nil, err
 		case !fi.IsDir():
@@ -214,16 +212,14 @@ func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
 		return nil, err
 	}
 	w.locked[dir] = true
-	return &writer{ws: w, dir: dir, created: created}, nil
+	return &writer{ws: w, dir: dir}, nil
 }
 
 type writer struct {
-	ws        *Workspace
-	dir       string
-	created   []string
-	pending   string
-	committed bool
-	closed    bool
+	ws      *Workspace
+	dir     string
+	pending string
+	closed  bool
 }
 
 func (ew *writer) path(name string) string {
@@ -287,7 +283,6 @@ func (ew *writer) Commit(runID string) error {
 		return err
 	}
 	ew.pending = ""
-	ew.committed = true
 	return nil
 }
 
@@ -300,13 +295,6 @@ func (ew *writer) Close() error {
 	if ew.pending != "" {
 		errs = append(errs, ew.ws.fs.RemoveAll(ew.path(ew.pending)))
 		ew.pending = ""
-	}
-	if !ew.committed && len(ew.created) > 0 && ew.ws.fs.Remove(ew.path(LockName)) == nil {
-		for _, dir := range slices.Backward(ew.created) {
-			if ew.ws.fs.Remove(ew.ws.abs(dir)) != nil {
-				break
-			}
-		}
 	}
 	ew.ws.mu.Lock()
 	delete(ew.ws.locked, ew.dir)

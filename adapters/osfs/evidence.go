@@ -76,13 +76,12 @@ func (w *Workspace) mkdirAll(dir string) ([]string, error) {
 
 // writer holds the lock on one output directory.
 type writer struct {
-	ws        *Workspace
-	out       *os.Root
-	dirFile   *os.File // the output directory, for fsync and renameat2
-	lock      *os.File
-	created   []string // directories OpenWriter created, outermost first
-	pending   string   // name of this writer's pending directory, once staged
-	committed bool
+	ws      *Workspace
+	out     *os.Root
+	dirFile *os.File // the output directory, for fsync and renameat2
+	lock    *os.File
+	created []string // directories OpenWriter created, outermost first
+	pending string   // name of this writer's pending directory, once staged
 }
 
 func (ew *writer) Exists(runID string) (bool, error) {
@@ -165,7 +164,6 @@ func (ew *writer) Commit(runID string) error {
 		return err
 	}
 	ew.pending = ""
-	ew.committed = true
 	return nil
 }
 
@@ -189,24 +187,15 @@ func (ew *writer) syncAfterCommit() error {
 	return nil
 }
 
+// Close removes this writer's pending directory if it was not committed
+// and releases the lock. The lock file, and the directories OpenWriter
+// created to hold it, stay: unlinking a lock file that another process may
+// already have open would let two writers lock two different files.
 func (ew *writer) Close() error {
 	var errs []error
 	if ew.pending != "" {
 		errs = append(errs, ew.out.RemoveAll(ew.pending))
 		ew.pending = ""
-	}
-	if !ew.committed && ew.out != nil {
-		// Nothing was committed: directories this writer created hold only
-		// its lock file, so they go too, while the lock is still held.
-		// Remove refuses a directory that is not empty, so nothing else is
-		// ever lost.
-		if len(ew.created) > 0 && ew.out.Remove(LockName) == nil {
-			for _, dir := range slices.Backward(ew.created) {
-				if ew.ws.root.Remove(dir) != nil {
-					break
-				}
-			}
-		}
 	}
 	return errors.Join(append(errs, ew.release())...)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // Every fsync of a write is checked: whichever one fails, the run never
-// becomes visible and nothing this writer made is left behind.
+// becomes visible and no pending directory is left behind.
 func TestAnyFailedSyncAbandonsTheCommit(t *testing.T) {
 	files := []ports.File{{Name: "result.json", Data: []byte("1")}, {Name: "receipt.json", Data: []byte("2")}, {Name: "checksums.json", Data: []byte("3")}}
 	// Stage syncs 3 files and the pending directory; Commit syncs out,
@@ -44,8 +44,9 @@ func TestAnyFailedSyncAbandonsTheCommit(t *testing.T) {
 		is.NoErr(w.Close())
 		_, statErr := os.Lstat(filepath.Join(dir, "runs", "out", "r1"))
 		is.True(errors.Is(statErr, os.ErrNotExist)) // no run is visible
-		entries, _ := os.ReadDir(dir)
-		is.Equal(len(entries), 0) // nothing this writer created stays
+		entries, _ := os.ReadDir(filepath.Join(dir, "runs", "out"))
+		is.Equal(len(entries), 1) // no pending directory: only the lock file stays
+		is.Equal(entries[0].Name(), LockName)
 		ws.Close()
 	}
 }

@@ -223,14 +223,17 @@ func EvidenceStore(t *testing.T, newSubject Factory) {
 		}
 	})
 
-	t.Run("closing without a commit leaves nothing this writer made", func(t *testing.T) {
+	t.Run("closing without a commit leaves no pending directory and keeps the lock file", func(t *testing.T) {
+		// The lock file is never removed: a writer that unlinked it while
+		// another process had it open would let two processes lock two
+		// different files at once.
 		is := is.New(t)
 		s := newSubject(t, map[string]string{"runs/": ""})
 		w, err := s.Evidence.OpenWriter("runs/new/deeper")
 		is.NoErr(err)
 		is.NoErr(w.Stage(runFiles))
 		is.NoErr(w.Close())
-		is.Equal(s.List("runs"), []string{}) // created folders and the lock went too
+		is.Equal(s.List("runs/new/deeper"), []string{".writer.lock"})
 	})
 
 	t.Run("closing without a commit keeps what others made", func(t *testing.T) {

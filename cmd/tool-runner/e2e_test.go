@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
@@ -38,7 +39,9 @@ func holdLock() {
 		os.Exit(2)
 	}
 	os.Stdout.WriteString("locked\n")
-	select {}
+	for { // not select{}: the runtime would call that a deadlock and exit
+		time.Sleep(time.Hour)
+	}
 }
 
 // startLockHolder starts lock-holder on path and returns once it holds the

@@ -1,0 +1,894 @@
+package main
+
+// Real-filesystem, real-subprocess tests of analyze's evidence commit
+// (SPEC §6): the writer lock, collisions, pending directories, the
+// no-replace commit, the write boundary and the cancel marker. Every call
+// runs the real tool-runner as a separate process.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"golang.org/x/sys/unix"
+)
+
+// A lock held by another process answers OUTPUT_BUSY at once: exit 1,
+// retryable, nothing committed, no pending directory, and the holder keeps
+// running and keeps its lock. Once the holder dies (SIGKILL), the lock dies
+// with it and the next analyze succeeds, though .writer.lock stays.
+func TestABusyLockAnswersOutputBusyAndSparesItsHolder(t *testing.T) {
+	is := is.New(t)
+	ws := fixture(t)
+	runs := filepath.Join(ws, "runs")
+	lock := filepath.Join(runs, ".writer.lock")
+	is.NoErr(os.MkdirAll(runs, 0o755))
+	holder := startLockHolder(t, lock)
+	digest := digestOf(t, ws)
+
+	// A hang guard only: an analyze that waited for the lock would wait
+	// forever; killing the holder after a minute turns that into a failure.
+	guard := time.AfterFunc(time.Minute, func() { _ = holder.Process.Kill() })
+	o := call(t, ws, analyzeRequest("r1", digest), "--workspace", ws, "--output-dir", "runs")
+	is.True(guard.Stop()) // the holder was never killed by the guard
+	is.Equal(o.code(), "OUTPUT_BUSY")
+	is.Equal(o.exit, 1)
+	is.Equal(o.resp["ok"], false)
+	is.Equal(o.resp["status"], "error")
+	is.Equal(isRetryable(o), true)
+	is.Equal(o.resp["result"], nil)
+	is.Equal(o.resp["artifacts"], map[string]any{})
+	is.Equal(runsIn(t, runs), []string(nil))    // nothing committed
+	is.Equal(pendingIn(t, runs), []string(nil)) // no pending directory
+	is.Equal(entriesIn(t, runs), []string{".writer.lock"})
+
+	// The holder is unaffected: still running, still holding the lock.
+	is.Equal(holder.ProcessState, nil)
+	is.NoErr(holder.Process.Signal(syscall.Signal(0)))
+	is.True(errors.Is(tryLock(t, lock), unix.EWOULDBLOCK))
+
+	// Killed, the holder takes its lock with it.
+	is.NoErr(holder.Process.Signal(syscall.SIGKILL))
+	_ = holder.Wait()
+	is.NoErr(tryLock(t, lock))
+	o = call(t, ws, analyzeRequest("r1", digest), "--workspace", ws, "--output-dir", "runs")
+	is.Equal(o.exit, 0)
+	is.Equal(o.resp["status"], "success")
+	checkCompleteRun(t, ws, "runs", "r1")
+}
+
+// Whatever already sits at O/<request_id> (a committed run, an empty
+// directory, a regular file, a symlink to a directory, a dangling symlink)
+// makes analyze answer OUTPUT_COLLISION, not retryable, and leaves that
+// entry byte-identical: same bytes, modes and mtimes, symlink targets and
+// what they point at. The only change in the workspace is the lock file
+// (and with it O's mtime), which the call may create.
+func TestCollisionLeavesTheExistingEntryUntouched(t *testing.T) {
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, ws string) // puts something at runs/r1
+	}{
+		{"a committed run", func(t *testing.T, ws string) { analyze(t, ws, "runs", "r1") }},
+		{"an empty directory", func(t *testing.T, ws string) { mustMkdir(t, filepath.Join(ws, "runs", "r1")) }},
+		{"a regular file", func(t *testing.T, ws string) {
+			writeFile(t, filepath.Join(ws, "runs", "r1"), []byte("not a run\n"))
+		}},
+		{"a symlink to a directory", func(t *testing.T, ws string) {
+			writeFile(t, filepath.Join(ws, "elsewhere", "keep.txt"), []byte("keep\n"))
+			mustSymlink(t, "../elsewhere", filepath.Join(ws, "runs", "r1"))
+		}},
+		{"a dangling symlink", func(t *testing.T, ws string) {
+			mustMkdir(t, filepath.Join(ws, "runs"))
+			mustSymlink(t, "nowhere", filepath.Join(ws, "runs", "r1"))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			ws := fixture(t)
+			digest := digestOf(t, ws)
+			tt.plant(t, ws)
+			before := snapshotTree(t, ws)
+
+			o := call(t, ws, analyzeRequest("r1", digest), "--workspace", ws, "--output-dir", "runs")
+			is.Equal(o.code(), "OUTPUT_COLLISION")
+			is.Equal(o.exit, 1)
+			is.Equal(o.resp["ok"], false)
+			is.Equal(isRetryable(o), false)
+			is.Equal(o.resp["artifacts"], map[string]any{})
+			is.True(strings.Contains(o.message(), "runs/r1"))
+
+			after := snapshotTree(t, ws)
+			for _, lockOnly := range []string{"runs", "runs/.writer.lock"} {
+				delete(before, lockOnly)
+				delete(after, lockOnly)
+			}
+			sameTree(t, before, after)
+			is.Equal(pendingIn(t, filepath.Join(ws, "runs")), []string(nil))
+		})
+	}
+}
+
+// No pending directory outlives the call that made it: after a success, a
+// collision, a busy lock and a stale digest, the output directory holds the
+// committed runs and .writer.lock, nothing else.
+func TestNoPendingDirectorySurvivesACall(t *testing.T) {
+	ws := fixture(t)
+	runs := filepath.Join(ws, "runs")
+	digest := digestOf(t, ws)
+	analyzeIn := func(t *testing.T, id, digest string) outcome {
+		return call(t, ws, analyzeRequest(id, digest), "--workspace", ws, "--output-dir", "runs")
+	}
+	steps := []struct {
+		name string
+		do   func(t *testing.T) outcome
+		code string // "" for success
+	}{
+		{"a success", func(t *testing.T) outcome { return analyzeIn(t, "r1", digest) }, ""},
+		{"a collision", func(t *testing.T) outcome { return analyzeIn(t, "r1", digest) }, "OUTPUT_COLLISION"},
+		{"a busy lock", func(t *testing.T) outcome {
+			holder := startLockHolder(t, filepath.Join(runs, ".writer.lock"))
+			defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+			return analyzeIn(t, "r2", digest)
+		}, "OUTPUT_BUSY"},
+		{"a stale digest", func(t *testing.T) outcome { return analyzeIn(t, "r3", strings.Repeat("0", 64)) }, "STALE_CONTEXT"},
+		{"a second success", func(t *testing.T) outcome { return analyzeIn(t, "r4", digest) }, ""},
+	}
+	var committed []string
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			is := is.New(t)
+			o := st.do(t)
+			is.Equal(o.code(), st.code)
+			if st.code == "" {
+				committed = append(committed, o.resp["request_id"].(string))
+			}
+			is.Equal(pendingIn(t, runs), []string(nil))                                  // no pending directory
+			is.Equal(entriesIn(t, runs), append([]string{".writer.lock"}, committed...)) // the runs and the lock, nothing else
+		})
+	}
+}
+
+// A stale digest is found before any write, so an output directory that
+// did not exist is not created, however deep.
+func TestAStaleDigestCreatesNoOutputDirectory(t *testing.T) {
+	is := is.New(t)
+	ws := fixture(t)
+	before := snapshotTree(t, ws)
+	o := call(t, ws, analyzeRequest("r1", strings.Repeat("0", 64)), "--workspace", ws, "--output-dir", "fresh/deep/runs")
+	is.Equal(o.code(), "STALE_CONTEXT")
+	is.Equal(o.exit, 1)
+	_, err := os.Lstat(filepath.Join(ws, "fresh"))
+	is.True(errors.Is(err, fs.ErrNotExist))
+	sameTree(t, before, snapshotTree(t, ws))
+}
+
+// The write boundary of SPEC §6: an output directory that resolves (symlinks
+// first) outside the workspace, to the workspace itself, or onto, into or
+// around data, contracts, .git or the engine's source folders is
+// PATH_BOUNDARY; one that exists as a file, or runs through a file, is
+// INVALID_OUTPUT. Either way nothing is created or changed anywhere: not in
+// the workspace, not outside it.
+func TestAnOutputDirectoryOutsideTheWriteBoundaryIsRefused(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, ws, outside string) string // returns --output-dir
+		code  string
+	}{
+		{"data itself", fixedPath("data"), "PATH_BOUNDARY"},
+		{"inside data", fixedPath("data/runs"), "PATH_BOUNDARY"},
+		{"data spelled with dots", fixedPath("./runs/../data/"), "PATH_BOUNDARY"},
+		{"inside contracts", fixedPath("contracts/x"), "PATH_BOUNDARY"},
+		{"inside a missing .git", fixedPath(".git/x"), "PATH_BOUNDARY"},
+		{"inside an existing .git", func(t *testing.T, ws, _ string) string {
+			mustMkdir(t, filepath.Join(ws, ".git"))
+			return ".git/x"
+		}, "PATH_BOUNDARY"},
+		{"cmd", fixedPath("cmd"), "PATH_BOUNDARY"},
+		{"inside src", fixedPath("src/x"), "PATH_BOUNDARY"},
+		{"inside domain", fixedPath("domain/runs"), "PATH_BOUNDARY"},
+		{"ports", fixedPath("ports"), "PATH_BOUNDARY"},
+		{"inside adapters", fixedPath("adapters/x"), "PATH_BOUNDARY"},
+		{"app", fixedPath("app"), "PATH_BOUNDARY"},
+		{"the workspace as .", fixedPath("."), "PATH_BOUNDARY"},
+		{"the workspace as runs/..", fixedPath("runs/.."), "PATH_BOUNDARY"},
+		{"the workspace as its absolute path", func(t *testing.T, ws, _ string) string { return ws }, "PATH_BOUNDARY"},
+		{"a relative symlink to data", func(t *testing.T, ws, _ string) string {
+			mustSymlink(t, "data", filepath.Join(ws, "link"))
+			return "link"
+		}, "PATH_BOUNDARY"},
+		{"a folder under a relative symlink to data", func(t *testing.T, ws, _ string) string {
+			mustSymlink(t, "data", filepath.Join(ws, "link"))
+			return "link/runs"
+		}, "PATH_BOUNDARY"},
+		{"an absolute symlink into data", func(t *testing.T, ws, _ string) string {
+			mustMkdir(t, filepath.Join(ws, "data", "runs"))
+			mustSymlink(t, filepath.Join(ws, "data", "runs"), filepath.Join(ws, "link"))
+			return "link"
+		}, "PATH_BOUNDARY"},
+		{"a folder that contains data through data's own symlink", func(t *testing.T, ws, _ string) string {
+			mustMkdir(t, filepath.Join(ws, "store"))
+			is.New(t).NoErr(os.Rename(filepath.Join(ws, "data"), filepath.Join(ws, "store", "data")))
+			mustSymlink(t, "store/data", filepath.Join(ws, "data"))
+			return "store"
+		}, "PATH_BOUNDARY"},
+		{"outside as ../elsewhere", fixedPath("../elsewhere"), "PATH_BOUNDARY"},
+		{"outside as an absolute directory", func(_ *testing.T, _, outside string) string { return outside }, "PATH_BOUNDARY"},
+		{"outside as an absolute missing directory", func(_ *testing.T, _, outside string) string {
+			return filepath.Join(outside, "runs")
+		}, "PATH_BOUNDARY"},
+		{"outside through a symlink", func(t *testing.T, ws, outside string) string {
+			mustSymlink(t, outside, filepath.Join(ws, "away"))
+			return "away/runs"
+		}, "PATH_BOUNDARY"},
+		{"an existing regular file", func(t *testing.T, ws, _ string) string {
+			writeFile(t, filepath.Join(ws, "report.txt"), []byte("a file\n"))
+			return "report.txt"
+		}, "INVALID_OUTPUT"},
+		{"a folder under a regular file", func(t *testing.T, ws, _ string) string {
+			writeFile(t, filepath.Join(ws, "report.txt"), []byte("a file\n"))
+			return "report.txt/runs"
+		}, "INVALID_OUTPUT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			ws := fixture(t)
+			outside := t.TempDir()
+			out := tt.setup(t, ws, outside)
+			digest := digestOf(t, ws)
+			beforeWS, beforeOutside := snapshotTree(t, ws), snapshotTree(t, outside)
+
+			o := call(t, ws, analyzeRequest("r1", digest), "--workspace", ws, "--output-dir", out)
+			is.Equal(o.code(), tt.code)
+			is.Equal(o.exit, 1)
+			is.Equal(o.resp["ok"], false)
+			is.Equal(o.resp["artifacts"], map[string]any{})
+
+			sameTree(t, beforeWS, snapshotTree(t, ws))
+			sameTree(t, beforeOutside, snapshotTree(t, outside))
+			_, err := os.Lstat(filepath.Join(filepath.Dir(ws), "elsewhere"))
+			is.True(errors.Is(err, fs.ErrNotExist)) // ../elsewhere not created
+		})
+	}
+}
+
+// fixedPath is a write-boundary case whose output directory needs no setup.
+func fixedPath(out string) func(*testing.T, string, string) string {
+	return func(*testing.T, string, string) string { return out }
+}
+
+// An output directory given through a symlink that resolves to a fine place
+// inside the workspace is accepted, whether the target exists yet or not;
+// the artifacts name the resolved path, and verify_result finds the run by
+// either name.
+func TestASymlinkedOutputDirectoryInsideTheWorkspaceIsAccepted(t *testing.T) {
+	for _, targetExists := range []bool{true, false} {
+		t.Run(fmt.Sprintf("target exists %v", targetExists), func(t *testing.T) {
+			is := is.New(t)
+			ws := fixture(t)
+			mustMkdir(t, filepath.Join(ws, "runs"))
+			if targetExists {
+				mustMkdir(t, filepath.Join(ws, "runs", "real"))
+			}
+			mustSymlink(t, "runs/real", filepath.Join(ws, "out"))
+
+			o := analyze(t, ws, "out", "r1")
+			is.Equal(o.resp["artifacts"], map[string]any{
+				"result":    "runs/real/r1/result.json",
+				"receipt":   "runs/real/r1/receipt.json",
+				"checksums": "runs/real/r1/checksums.json",
+			})
+			fi, err := os.Lstat(filepath.Join(ws, "out"))
+			is.NoErr(err)
+			is.True(fi.Mode()&fs.ModeSymlink != 0) // the link is still a link
+			checkCompleteRun(t, ws, "runs/real", "r1")
+			v := call(t, ws, verifyRequest("v1", "r1"), "--workspace", ws, "--output-dir", "out")
+			is.Equal(v.exit, 0)
+			is.Equal(v.result()["integrity"], "verified")
+		})
+	}
+}
+
+// result.json holds no time and no run ID: two runs over the same sources
+// and engine have byte-identical result.json, equal to the response's
+// result, and different receipts.
+func TestTwoRunIDsOverTheSameSourcesGiveIdenticalResultBytes(t *testing.T) {
+	is := is.New(t)
+	ws := fixture(t)
+	o1 := analyze(t, ws, "runs", "first")
+	o2 := analyze(t, ws, "runs", "second")
+	read := func(id, name string) []byte {
+		data, err := os.ReadFile(filepath.Join(ws, "runs", id, name))
+		is.NoErr(err)
+		return data
+	}
+	r1, r2 := read("first", "result.json"), read("second", "result.json")
+	is.True(bytes.Equal(r1, r2))
+	is.True(!bytes.Equal(read("first", "receipt.json"), read("second", "receipt.json")))
+	var saved map[string]any
+	is.NoErr(json.Unmarshal(r1, &saved))
+	is.Equal(saved, o1.result())
+	is.Equal(o1.result(), o2.result())
+}
+
+// Eight analyze processes started together on one output directory. With
+// one run ID, exactly one commits and every other answers OUTPUT_BUSY or
+// OUTPUT_COLLISION; the run verifies. With eight run IDs, each answers
+// success or OUTPUT_BUSY (retryable) and nothing else; every run that
+// exists is complete and verifies; no pending directory remains.
+func TestConcurrentAnalyzesCommitEachRunAtMostOnce(t *testing.T) {
+	const n = 8
+	for _, sameID := range []bool{true, false} {
+		name := "distinct run IDs"
+		if sameID {
+			name = "one run ID"
+		}
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			ws := fixture(t)
+			digest := digestOf(t, ws)
+			runs := filepath.Join(ws, "runs")
+			mustMkdir(t, runs)
+
+			procs := make([]*runnerProc, n)
+			ids := make([]string, n)
+			for i := range procs {
+				ids[i] = "same"
+				if !sameID {
+					ids[i] = fmt.Sprintf("run-%d", i)
+				}
+				procs[i] = startRunner(t, ws, "--workspace", ws, "--output-dir", "runs")
+			}
+			// Everyone is running and waiting for input: release them together.
+			for i, p := range procs {
+				p.send(t, analyzeRequest(ids[i], digest))
+			}
+			counts := map[string]int{}
+			for i, p := range procs {
+				o := p.finish(t)
+				c := o.code()
+				if c == "" {
+					c = "success"
+					is.Equal(o.exit, 0)
+				}
+				counts[c]++
+				if c == "OUTPUT_BUSY" {
+					is.Equal(isRetryable(o), true)
+				}
+				if sameID {
+					is.True(c == "success" || c == "OUTPUT_BUSY" || c == "OUTPUT_COLLISION") // only success, busy or collision
+				} else {
+					is.True(c == "success" || c == "OUTPUT_BUSY") // only success or busy
+					_, err := os.Lstat(filepath.Join(runs, ids[i]))
+					is.Equal(err == nil, c == "success") // run exists exactly when it succeeded
+				}
+			}
+			t.Logf("%d processes at once: %v", n, counts)
+			if sameID {
+				is.Equal(counts["success"], 1)
+			} else {
+				is.True(counts["success"] >= 1) // whoever locked first committed
+			}
+			is.Equal(pendingIn(t, runs), []string(nil))
+			for _, id := range runsIn(t, runs) {
+				checkCompleteRun(t, ws, "runs", id)
+			}
+			is.Equal(len(runsIn(t, runs)), counts["success"])
+		})
+	}
+}
+
+// SIGKILL at any moment of an analyze over the maximum inputs never leaves
+// anything that can be taken for a run: every visible entry of the output
+// directory is a complete run (exactly the three files, checksums matching
+// the bytes) that verifies. A killed writer's hidden .pending-* directory
+// may stay for the operator; it is counted, never read as a run. The lock
+// dies with each killed writer, so the next analyze succeeds.
+func TestKillingAnalyzeAtAnyMomentLeavesOnlyCompleteRuns(t *testing.T) {
+	is := is.New(t)
+	ws := maxFixture(t)
+	runs := filepath.Join(ws, "runs")
+	digest := digestOf(t, ws)
+	args := []string{"--workspace", ws, "--output-dir", "runs"}
+
+	// How long one uncontended analyze takes here, measured as the kills
+	// below are timed, from the process's start to its exit: the median of
+	// five, into a directory of their own.
+	var took []time.Duration
+	for i := range 5 {
+		signaled, d, err := runKilledAfter(t, ws, analyzeRequest(fmt.Sprintf("timing-%d", i), digest), -1, "--workspace", ws, "--output-dir", "timing")
+		is.True(!signaled)
+		is.NoErr(err)
+		took = append(took, d)
+	}
+	slices.Sort(took)
+	full := took[len(took)/2]
+	t.Logf("one analyze of the maximum inputs: %v (of %v)", full, took)
+
+	// Half the attempts sweep evenly from 0 to 1.2 times that; the other
+	// half sweep again, finely, across the stretch where the sweep saw the
+	// outcome turn from "nothing written" to "committed", which holds the
+	// writes and the commit.
+	attempts := 40
+	if testing.Short() {
+		attempts = 12
+	}
+	coarse := attempts / 2
+	var killedBefore, killedMidCommit, killedAfterCommit, finished int
+	lastEmpty, firstCommitted := time.Duration(0), time.Duration(float64(full)*1.2)
+	attempt := func(i int, delay time.Duration) {
+		id := fmt.Sprintf("kill-%02d", i)
+		pendingBefore := len(pendingIn(t, runs))
+		signaled, _, err := runKilledAfter(t, ws, analyzeRequest(id, digest), delay, args...)
+
+		_, runErr := os.Lstat(filepath.Join(runs, id))
+		committed := runErr == nil
+		leftPending := len(pendingIn(t, runs)) > pendingBefore
+		switch {
+		case !signaled:
+			finished++
+			is.NoErr(err)      // an analyze that ran to its end succeeded
+			is.True(committed) // and committed
+		case leftPending:
+			killedMidCommit++
+			is.True(!committed) // a pending directory left means no run
+		case committed:
+			killedAfterCommit++
+		default:
+			killedBefore++
+		}
+		if i < coarse {
+			switch {
+			case committed:
+				firstCommitted = min(firstCommitted, delay)
+			case !leftPending:
+				lastEmpty = max(lastEmpty, delay)
+			}
+		}
+	}
+	for i := range coarse {
+		attempt(i, time.Duration(float64(full)*1.2*float64(i)/float64(coarse-1)))
+	}
+	lo, hi := min(lastEmpty, firstCommitted), max(lastEmpty, firstCommitted)
+	for i := coarse; i < attempts; i++ {
+		attempt(i, lo+time.Duration(float64(hi-lo)*float64(i-coarse)/float64(attempts-coarse-1)))
+	}
+	pending := pendingIn(t, runs)
+	t.Logf("%d attempts, delays 0..%v then %v..%v: %d killed before writing, %d killed mid-write leaving a pending directory, %d killed after the commit, %d ran to the end; %d pending directories left",
+		attempts, time.Duration(float64(full)*1.2), lo, hi, killedBefore, killedMidCommit, killedAfterCommit, finished, len(pending))
+	is.Equal(len(pending), killedMidCommit)
+	for _, name := range pending {
+		t.Logf("left for the operator: %s holding %v", name, entriesIn(t, filepath.Join(runs, name)))
+		// A pending name is not even a valid run ID, so no call can read
+		// one as a run.
+		v := call(t, ws, verifyRequest("v1", name), args...)
+		is.Equal(v.code(), "INVALID_ARGUMENTS")
+	}
+
+	for _, id := range runsIn(t, runs) {
+		checkCompleteRun(t, ws, "runs", id)
+	}
+	is.Equal(len(runsIn(t, runs)), killedAfterCommit+finished)
+	for _, name := range entriesIn(t, runs) {
+		is.True(!strings.HasPrefix(name, ".") || name == ".writer.lock" || strings.HasPrefix(name, ".pending-")) // hidden: only the lock and pending directories
+	}
+
+	// No stale lock: the next analyze commits.
+	o := call(t, ws, analyzeRequest("after-kills", digest), args...)
+	is.Equal(o.exit, 0)
+	checkCompleteRun(t, ws, "runs", "after-kills")
+	is.Equal(len(pendingIn(t, runs)), len(pending)) // and another writer's pending directories stay
+}
+
+// A cancel marker present before the call cancels each tool: exit 3,
+// status "cancelled", code CANCELLED, not ok, not retryable, no result, and
+// nothing written or changed anywhere in the workspace.
+func TestAPresentCancelMarkerCancelsEveryToolAndCommitsNothing(t *testing.T) {
+	for _, tool := range []string{"inspect_inputs", "analyze", "verify_result"} {
+		t.Run(tool, func(t *testing.T) {
+			is := is.New(t)
+			ws := fixture(t)
+			digest := digestOf(t, ws)
+			analyze(t, ws, "runs", "r0") // something for verify_result to find
+			writeFile(t, filepath.Join(ws, "stop"), nil)
+			req := map[string]string{
+				"inspect_inputs": inspectRequest("c1"),
+				"analyze":        analyzeRequest("c1", digest),
+				"verify_result":  verifyRequest("c1", "r0"),
+			}[tool]
+			for _, out := range []string{"runs", "fresh"} {
+				before := snapshotTree(t, ws)
+				o := call(t, ws, req, "--workspace", ws, "--output-dir", out, "--cancel-file", "stop")
+				is.Equal(o.exit, 3)
+				is.Equal(o.resp["status"], "cancelled")
+				is.Equal(o.code(), "CANCELLED")
+				is.Equal(o.resp["ok"], false)
+				is.Equal(o.resp["tool"], tool)
+				is.Equal(o.resp["request_id"], "c1")
+				is.Equal(isRetryable(o), false)
+				is.Equal(o.resp["result"], nil)
+				is.Equal(o.resp["artifacts"], map[string]any{})
+				sameTree(t, before, snapshotTree(t, ws)) // nothing written, not even the lock
+			}
+		})
+	}
+}
+
+// A cancel file that resolves outside the workspace is PATH_BOUNDARY for
+// every tool, whether or not something exists there, and nothing is written.
+func TestACancelFileOutsideTheWorkspaceIsRefused(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, ws, outside string) string // returns --cancel-file
+	}{
+		{"a relative path above the workspace", fixedPath("../stop")},
+		{"an absolute path outside, absent", func(_ *testing.T, _, outside string) string {
+			return filepath.Join(outside, "stop")
+		}},
+		{"an absolute path outside, present", func(t *testing.T, _, outside string) string {
+			writeFile(t, filepath.Join(outside, "stop"), nil)
+			return filepath.Join(outside, "stop")
+		}},
+		{"a symlink leading outside", func(t *testing.T, ws, outside string) string {
+			writeFile(t, filepath.Join(outside, "stop"), nil)
+			mustSymlink(t, filepath.Join(outside, "stop"), filepath.Join(ws, "stop"))
+			return "stop"
+		}},
+	}
+	for _, tt := range tests {
+		for _, tool := range []string{"inspect_inputs", "analyze", "verify_result"} {
+			t.Run(tt.name+"/"+tool, func(t *testing.T) {
+				is := is.New(t)
+				ws := fixture(t)
+				outside := t.TempDir()
+				digest := digestOf(t, ws)
+				analyze(t, ws, "runs", "r0")
+				marker := tt.setup(t, ws, outside)
+				req := map[string]string{
+					"inspect_inputs": inspectRequest("c1"),
+					"analyze":        analyzeRequest("c1", digest),
+					"verify_result":  verifyRequest("c1", "r0"),
+				}[tool]
+				beforeWS, beforeOutside := snapshotTree(t, ws), snapshotTree(t, outside)
+				o := call(t, ws, req, "--workspace", ws, "--output-dir", "runs", "--cancel-file", marker)
+				is.Equal(o.code(), "PATH_BOUNDARY")
+				is.Equal(o.exit, 1)
+				is.Equal(o.resp["tool"], tool)
+				sameTree(t, beforeWS, snapshotTree(t, ws))
+				sameTree(t, beforeOutside, snapshotTree(t, outside))
+			})
+		}
+	}
+}
+
+// --- helpers ---
+
+// isRetryable is the response's error.retryable, false when there is no error.
+func isRetryable(o outcome) bool {
+	e, _ := o.resp["error"].(map[string]any)
+	r, _ := e["retryable"].(bool)
+	return r
+}
+
+// tryLock takes and at once drops flock(LOCK_EX|LOCK_NB) on path through a
+// fresh open file description, and returns the flock error.
+func tryLock(t *testing.T, path string) error {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if err == nil {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	}
+	return err
+}
+
+// mustMkdir creates path and its parents.
+func mustMkdir(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustSymlink creates the symlink link to target, and link's parents.
+func mustSymlink(t *testing.T, target, link string) {
+	t.Helper()
+	mustMkdir(t, filepath.Dir(link))
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// entriesIn lists the names in dir, sorted; nil when dir does not exist.
+func entriesIn(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names
+}
+
+// pendingIn lists dir's pending directories (names starting ".pending-").
+func pendingIn(t *testing.T, dir string) []string {
+	t.Helper()
+	var names []string
+	for _, name := range entriesIn(t, dir) {
+		if strings.HasPrefix(name, ".pending-") {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// runsIn lists what dir offers as runs: every name not starting with '.'.
+func runsIn(t *testing.T, dir string) []string {
+	t.Helper()
+	var names []string
+	for _, name := range entriesIn(t, dir) {
+		if !strings.HasPrefix(name, ".") {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// checkCompleteRun asserts that ws/out/id is a complete run: a directory
+// holding exactly result.json, receipt.json and checksums.json, all regular
+// files, whose checksums and receipt match the bytes, and which
+// verify_result answers verified.
+func checkCompleteRun(t *testing.T, ws, out, id string) {
+	t.Helper()
+	dir := filepath.Join(ws, out, id)
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		t.Fatalf("run %s is not a directory: %v", id, err)
+	}
+	if names := entriesIn(t, dir); !slices.Equal(names, []string{"checksums.json", "receipt.json", "result.json"}) {
+		t.Fatalf("run %s holds %v", id, names)
+	}
+	files := map[string][]byte{}
+	for _, name := range []string{"checksums.json", "receipt.json", "result.json"} {
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		if err != nil || !fi.Mode().IsRegular() {
+			t.Fatalf("run %s: %s is not a regular file: %v", id, name, err)
+		}
+		if files[name], err = os.ReadFile(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sums map[string]string
+	if err := json.Unmarshal(files["checksums.json"], &sums); err != nil {
+		t.Fatalf("run %s: checksums.json: %v", id, err)
+	}
+	var receipt struct {
+		RunID        string `json:"run_id"`
+		ResultSHA256 string `json:"result_sha256"`
+	}
+	if err := json.Unmarshal(files["receipt.json"], &receipt); err != nil {
+		t.Fatalf("run %s: receipt.json: %v", id, err)
+	}
+	want := map[string]string{"receipt.json": hexSHA256(files["receipt.json"]), "result.json": hexSHA256(files["result.json"])}
+	switch {
+	case len(sums) != 2 || sums["receipt.json"] != want["receipt.json"] || sums["result.json"] != want["result.json"]:
+		t.Errorf("run %s: checksums %v, bytes hash to %v", id, sums, want)
+	case receipt.ResultSHA256 != want["result.json"]:
+		t.Errorf("run %s: receipt's result_sha256 %s, result hashes to %s", id, receipt.ResultSHA256, want["result.json"])
+	case receipt.RunID != id:
+		t.Errorf("run %s: receipt names run %q", id, receipt.RunID)
+	}
+	v := call(t, ws, verifyRequest("v1", id), "--workspace", ws, "--output-dir", out)
+	if v.exit != 0 || v.result()["integrity"] != "verified" {
+		t.Errorf("run %s does not verify: %s", id, v.raw)
+	}
+}
+
+// hexSHA256 is the lowercase hex SHA256 of b.
+func hexSHA256(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// fsEntry is what a snapshot keeps of one file system entry.
+type fsEntry struct {
+	mode  fs.FileMode
+	mtime int64  // nanoseconds
+	data  string // a regular file's bytes
+	link  string // a symlink's target
+}
+
+// snapshotTree records every entry under root, root included, without
+// following symlinks; an absent root gives an empty snapshot.
+func snapshotTree(t *testing.T, root string) map[string]fsEntry {
+	t.Helper()
+	snap := map[string]fsEntry{}
+	err := filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		e := fsEntry{mode: fi.Mode(), mtime: fi.ModTime().UnixNano()}
+		switch {
+		case fi.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			e.data = string(data)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if e.link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		}
+		snap[filepath.ToSlash(rel)] = e
+		return nil
+	})
+	if err != nil && !(errors.Is(err, fs.ErrNotExist) && len(snap) == 0) {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// sameTree reports every entry added, removed or changed between two
+// snapshots.
+func sameTree(t *testing.T, before, after map[string]fsEntry) {
+	t.Helper()
+	for name, b := range before {
+		a, ok := after[name]
+		switch {
+		case !ok:
+			t.Errorf("%s was removed", name)
+		case a != b:
+			t.Errorf("%s changed: before %+v, after %+v", name, briefEntry(b), briefEntry(a))
+		}
+	}
+	for name := range after {
+		if _, ok := before[name]; !ok {
+			t.Errorf("%s was created", name)
+		}
+	}
+}
+
+// briefEntry shortens an entry for a failure message.
+func briefEntry(e fsEntry) fsEntry {
+	if len(e.data) > 40 {
+		e.data = e.data[:40] + "..."
+	}
+	return e
+}
+
+// runnerProc is a runner process started with its standard input still
+// open, so that several can be released at the same moment.
+type runnerProc struct {
+	cmd            *exec.Cmd
+	stdin          io.WriteCloser
+	stdout, stderr bytes.Buffer
+}
+
+// startRunner starts the runner in dir with args; it waits for its request.
+func startRunner(t *testing.T, dir string, args ...string) *runnerProc {
+	t.Helper()
+	p := &runnerProc{cmd: exec.Command(runnerPath(t), args...)}
+	p.cmd.Dir = dir
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	var err error
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+	})
+	return p
+}
+
+// send writes the request and closes standard input.
+func (p *runnerProc) send(t *testing.T, req string) {
+	t.Helper()
+	if _, err := io.WriteString(p.stdin, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.stdin.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// finish waits for the process and checks its answer as call does.
+func (p *runnerProc) finish(t *testing.T) outcome {
+	t.Helper()
+	return answerOf(t, p.cmd.Wait(), p.stdout.String(), p.stderr.String())
+}
+
+// runKilledAfter starts the runner in dir with stdin and args, sends it
+// SIGKILL once delay has passed since its start (never when delay is
+// negative), and waits for it. It reports whether the signal ended the
+// process, how long it ran, and the error of its end.
+func runKilledAfter(t *testing.T, dir, stdin string, delay time.Duration, args ...string) (signaled bool, ran time.Duration, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard only
+	defer cancel()
+	cmd := exec.CommandContext(ctx, runnerPath(t), args...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if delay >= 0 {
+		time.Sleep(delay)
+		_ = cmd.Process.Signal(syscall.SIGKILL) // fails only when it already exited
+	}
+	err = cmd.Wait()
+	ran = time.Since(start)
+	status, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return status.Signaled() && status.Signal() == syscall.SIGKILL, ran, err
+}
+
+// answerOf checks what every answer must be (one line of JSON, empty
+// standard error) and decodes it.
+func answerOf(t *testing.T, waitErr error, stdout, stderr string) outcome {
+	t.Helper()
+	o := outcome{raw: stdout, stderr: stderr}
+	var ee *exec.ExitError
+	switch {
+	case waitErr == nil:
+	case errors.As(waitErr, &ee):
+		o.exit = ee.ExitCode()
+	default:
+		t.Fatalf("runner did not run: %v", waitErr)
+	}
+	if o.stderr != "" {
+		t.Errorf("stderr is not empty: %q", o.stderr)
+	}
+	if strings.Count(o.raw, "\n") != 1 || !strings.HasSuffix(o.raw, "\n") {
+		t.Fatalf("want exactly one line on stdout, got %q", o.raw)
+	}
+	if err := json.Unmarshal([]byte(o.raw), &o.resp); err != nil {
+		t.Fatalf("stdout is not JSON: %v: %q", err, o.raw)
+	}
+	if abs := absolutePath.FindString(o.raw); abs != "" {
+		t.Errorf("response holds an absolute path %q: %s", abs, o.raw)
+	}
+	return o
+}
