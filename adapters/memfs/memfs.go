@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/metricproof/metricproof/adapters/internal/bounded"
+	"github.com/metricproof/metricproof/adapters/internal/marker"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -160,26 +161,10 @@ func split(p string) []string {
 	return parts
 }
 
-// Marker returns the cancel marker at path; an empty path never appears.
+// Marker returns the cancel marker at the operator's path; an empty path is
+// a marker that never appears.
 func (w *Workspace) Marker(path string) ports.Canceller {
-	return marker{w: w, path: path}
-}
-
-type marker struct {
-	w    *Workspace
-	path string
-}
-
-// Cancelled reports whether anything exists where the marker path resolves.
-func (m marker) Cancelled() (bool, error) {
-	if m.path == "" {
-		return false, nil
-	}
-	loc, err := m.w.Resolve(m.path)
-	if errors.Is(err, ports.ErrNotDir) {
-		return false, nil
-	}
-	return loc.Exists, err
+	return marker.Marker{Paths: w, Path: path}
 }
 
 // OpenWriter implements ports.EvidenceStore.

@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/metricproof/metricproof/adapters/internal/bounded"
+	"github.com/metricproof/metricproof/adapters/internal/marker"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -265,22 +266,5 @@ func joinRel(parts []string) string {
 // Marker returns the cancel marker at the operator's path; an empty path is
 // a marker that never appears.
 func (w *Workspace) Marker(path string) ports.Canceller {
-	return marker{w: w, path: path}
-}
-
-type marker struct {
-	w    *Workspace
-	path string
-}
-
-// Cancelled reports whether anything exists where the marker path resolves.
-func (m marker) Cancelled() (bool, error) {
-	if m.path == "" {
-		return false, nil
-	}
-	loc, err := m.w.Resolve(m.path)
-	if errors.Is(err, ports.ErrNotDir) {
-		return false, nil // a file in the way: the marker cannot exist
-	}
-	return loc.Exists, err
+	return marker.Marker{Paths: w, Path: path}
 }

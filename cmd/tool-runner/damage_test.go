@@ -5,17 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/matryer/is"
 	"golang.org/x/sys/unix"
@@ -548,7 +544,7 @@ func (r *damagedRun) verify() outcome {
 	if r.engine == "" {
 		return call(r.t, r.ws, verifyRequest("v1", r.runID), args...)
 	}
-	return damageCallEngine(r.t, r.engine, r.ws, verifyRequest("v1", r.runID), args...)
+	return callWith(r.t, r.engine, r.ws, verifyRequest("v1", r.runID), args...)
 }
 
 // assertVerified checks a successful verify_result of r1.
@@ -568,50 +564,6 @@ func (r *damagedRun) assertVerified(o outcome) {
 	is.Equal(res["release_eligible"], false) // the fixture is blocked
 	is.Equal(res["human_approval"], "not_granted")
 	is.Equal(len(res["checks"].([]any)), 7) // every check ran
-}
-
-// damageCallEngine is call with another runner binary: the same process
-// contract, checked the same way. A freshly written executable can be
-// briefly busy (ETXTBSY) while another test's fork still holds it open,
-// so starting is retried.
-func damageCallEngine(t *testing.T, exe, dir, stdin string, args ...string) outcome {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	var err error
-	for range 100 {
-		out.Reset()
-		errOut.Reset()
-		cmd := exec.Command(exe, args...)
-		cmd.Dir = dir
-		cmd.Stdin = strings.NewReader(stdin)
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		if err = cmd.Run(); !errors.Is(err, syscall.ETXTBSY) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	o := outcome{raw: out.String(), stderr: errOut.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errorAs(err, &ee):
-		o.exit = ee.ExitCode()
-	default:
-		t.Fatalf("runner did not run: %v", err)
-	}
-	if o.stderr != "" {
-		t.Errorf("stderr is not empty: %q", o.stderr)
-	}
-	if strings.Count(o.raw, "\n") != 1 || !strings.HasSuffix(o.raw, "\n") {
-		t.Fatalf("want exactly one line on stdout, got %q", o.raw)
-	}
-	if err := json.Unmarshal([]byte(o.raw), &o.resp); err != nil {
-		t.Fatalf("stdout is not JSON: %v: %q", err, o.raw)
-	}
-	if abs := absolutePath.FindString(o.raw); abs != "" || strings.Contains(o.raw, dir) {
-		t.Errorf("response holds an absolute path %q: %s", abs, o.raw)
-	}
-	return o
 }
 
 // Damage tools. rel is workspace-relative with forward slashes.

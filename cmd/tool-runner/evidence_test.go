@@ -864,31 +864,3 @@ func runKilledAfter(t *testing.T, dir, stdin string, delay time.Duration, args .
 	status, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	return status.Signaled() && status.Signal() == syscall.SIGKILL, ran, err
 }
-
-// answerOf checks what every answer must be (one line of JSON, empty
-// standard error) and decodes it.
-func answerOf(t *testing.T, waitErr error, stdout, stderr string) outcome {
-	t.Helper()
-	o := outcome{raw: stdout, stderr: stderr}
-	var ee *exec.ExitError
-	switch {
-	case waitErr == nil:
-	case errors.As(waitErr, &ee):
-		o.exit = ee.ExitCode()
-	default:
-		t.Fatalf("runner did not run: %v", waitErr)
-	}
-	if o.stderr != "" {
-		t.Errorf("stderr is not empty: %q", o.stderr)
-	}
-	if strings.Count(o.raw, "\n") != 1 || !strings.HasSuffix(o.raw, "\n") {
-		t.Fatalf("want exactly one line on stdout, got %q", o.raw)
-	}
-	if err := json.Unmarshal([]byte(o.raw), &o.resp); err != nil {
-		t.Fatalf("stdout is not JSON: %v: %q", err, o.raw)
-	}
-	if abs := absolutePath.FindString(o.raw); abs != "" {
-		t.Errorf("response holds an absolute path %q: %s", abs, o.raw)
-	}
-	return o
-}
