@@ -90,17 +90,25 @@ func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, result
 }
 
 // decodeShape decodes data into v when data is strict JSON of exactly v's
-// shape: every key present, no other key, every value of its Go type. It
-// decodes, encodes the Go value back and requires the two to be equal as
-// JSON values, so a missing key, a null for a string or a stray key all fail.
+// shape: every key present, no other key, every value of its Go type.
+//
+// Fast path: a file analyze wrote is, byte for byte, the saved encoding of
+// the value it decodes to; when re-encoding reproduces data exactly, data
+// is that encoding, which is strict JSON of v's shape by construction.
+// Otherwise the slow path parses data strictly, encodes the decoded value
+// back and requires the two to be equal as JSON values, so a missing key, a
+// null for a string, a stray or duplicate key all fail.
 func decodeShape(data []byte, v any) bool {
-	got, err := strictjson.Parse(data)
-	if err != nil {
-		return false
-	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if dec.Decode(v) != nil {
+		return false
+	}
+	if canonical, err := saved(v); err == nil && bytes.Equal(canonical, data) {
+		return true
+	}
+	got, err := strictjson.Parse(data)
+	if err != nil {
 		return false
 	}
 	again, err := json.Marshal(v)
