@@ -104,26 +104,16 @@ func (w *Workspace) Resolve(p string) (ports.Location, error) {
 	if p == "" {
 		return ports.Location{}, ports.ErrMissing
 	}
-	var parts []string
-	if strings.HasPrefix(p, "/") {
-		rootParts := split(w.root)
-		all := split(path.Clean(p))
-		if len(all) < len(rootParts) || !slices.Equal(all[:len(rootParts)], rootParts) {
-			return ports.Location{}, ports.ErrOutside
-		}
-		parts = all[len(rootParts):]
-	} else {
-		for _, part := range split(p) {
-			if part != ".." {
-				parts = append(parts, part)
-				continue
-			}
-			if len(parts) == 0 {
-				return ports.Location{}, ports.ErrOutside
-			}
-			parts = parts[:len(parts)-1]
-		}
+	abs := p
+	if !strings.HasPrefix(p, "/") {
+		abs = w.root + "/" + p
 	}
+	// Without symlinks, cleaning is exact: ".." may climb out and come back.
+	rootParts, all := split(w.root), split(path.Clean(abs))
+	if len(all) < len(rootParts) || !slices.Equal(all[:len(rootParts)], rootParts) {
+		return ports.Location{}, ports.ErrOutside
+	}
+	parts := all[len(rootParts):]
 	rel := "."
 	if len(parts) > 0 {
 		rel = path.Join(parts...)

@@ -37,6 +37,10 @@ func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
 		ew.release()
 		return nil, err
 	}
+	if err := w.stillAt(dir, ew.dirFile); err != nil {
+		ew.release()
+		return nil, err
+	}
 	if ew.lock, err = out.OpenFile(LockName, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
 		ew.release()
 		return nil, classify(err)
@@ -46,6 +50,32 @@ func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
 		return nil, err
 	}
 	return ew, nil
+}
+
+// errMoved reports an output directory that no longer resolves to itself.
+var errMoved = errors.New("the output directory changed while it was being opened")
+
+// stillAt checks that the open directory d is the one at dir, and that dir
+// still resolves to itself: no component was swapped for a symlink after
+// the write boundary approved it. Everything after this works through d,
+// so a later swap cannot redirect the writes.
+func (w *Workspace) stillAt(dir string, d *os.File) error {
+	loc, err := w.walk(dir)
+	if err != nil || loc.Rel != path.Clean(dir) || !loc.Dir {
+		return errMoved
+	}
+	here, err := w.root.Lstat(dir)
+	if err != nil {
+		return errMoved
+	}
+	opened, err := d.Stat()
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(here, opened) {
+		return errMoved
+	}
+	return nil
 }
 
 // mkdirAll creates the missing directories of dir and returns the ones it
@@ -60,11 +90,13 @@ func (w *Workspace) mkdirAll(dir string) ([]string, error) {
 		case err == nil:
 			created = append(created, cur)
 		case errors.Is(err, fs.ErrExist):
-			fi, err := w.root.Stat(cur)
-			if err != nil {
+			fi, err := w.root.Lstat(cur)
+			switch {
+			case err != nil:
 				return nil, classify(err)
-			}
-			if !fi.IsDir() {
+			case fi.Mode()&fs.ModeSymlink != 0:
+				return nil, errMoved // dir was resolved: a symlink here is new
+			case !fi.IsDir():
 				return nil, ports.ErrNotDir
 			}
 		default:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -78,6 +79,12 @@ func TestSourcesThroughSymlinks(t *testing.T) {
 			symlink(t, outside, filepath.Join(ws, "data"))
 			symlink(t, "secret.csv", filepath.Join(outside, "x.csv"))
 		}, ports.ErrOutside},
+		{"an absolute link that stays inside is followed", func(t *testing.T, ws, _ string) {
+			symlink(t, filepath.Join(ws, "data", "real.csv"), filepath.Join(ws, "data", "x.csv"))
+		}, nil},
+		{"a relative link that climbs out and back in is followed", func(t *testing.T, ws, _ string) {
+			symlink(t, "../../ws/data/real.csv", filepath.Join(ws, "data", "x.csv"))
+		}, nil},
 		{"a dangling link is missing", func(t *testing.T, ws, _ string) {
 			symlink(t, "nothing.csv", filepath.Join(ws, "data", "x.csv"))
 		}, ports.ErrMissing},
@@ -150,6 +157,14 @@ func TestResolveFollowsSymlinks(t *testing.T) {
 			symlink(t, "b", filepath.Join(ws, "a"))
 			symlink(t, "a", filepath.Join(ws, "b"))
 		}, "a", ports.Location{}, syscall.ELOOP},
+		{"an absolute path with a file in the way inside", func(t *testing.T, ws, _ string) {}, "ABS:data/real.csv/x", ports.Location{}, ports.ErrNotDir},
+		{"an absolute path with a file in the way outside", func(t *testing.T, ws, outside string) {}, "OUT:secret.csv/x", ports.Location{}, ports.ErrOutside},
+		{"an absolute path whose link steps back outside", func(t *testing.T, ws, outside string) {
+			if err := os.MkdirAll(filepath.Join(outside, "dir"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			symlink(t, filepath.Join(outside, "dir"), filepath.Join(ws, "link"))
+		}, "ABS:link/../x", ports.Location{}, ports.ErrOutside},
 		{"an absolute path reached through an outside link", func(t *testing.T, ws, outside string) {
 			symlink(t, filepath.Join(ws, "runs"), filepath.Join(outside, "to-runs"))
 		}, "", ports.Location{Rel: "runs", Exists: true, Dir: true}, nil},
@@ -160,8 +175,13 @@ func TestResolveFollowsSymlinks(t *testing.T) {
 			ws, outside := layout(t)
 			tt.setup(t, ws, outside)
 			p := tt.path
-			if p == "" {
+			switch {
+			case p == "":
 				p = filepath.Join(outside, "to-runs")
+			case strings.HasPrefix(p, "ABS:"):
+				p = ws + "/" + strings.TrimPrefix(p, "ABS:") // not filepath.Join: that would clean away link/..
+			case strings.HasPrefix(p, "OUT:"):
+				p = outside + "/" + strings.TrimPrefix(p, "OUT:")
 			}
 			got, err := open(t, ws).Resolve(p)
 			is.True(errors.Is(err, tt.err)) // the named error
@@ -184,6 +204,29 @@ func TestWorkspaceReachedThroughASymlink(t *testing.T) {
 	loc, err := w.Resolve(filepath.Join(link, "runs"))
 	is.NoErr(err)
 	is.Equal(loc, ports.Location{Rel: "runs", Exists: true, Dir: true})
+}
+
+// The workspace path is resolved as the kernel resolves it: link/.. is the
+// parent of the link's target, not the folder holding the link.
+func TestWorkspacePathFollowsSymlinksBeforeDotDot(t *testing.T) {
+	is := is.New(t)
+	ws, outside := layout(t)
+	is.NoErr(os.MkdirAll(filepath.Join(outside, "dir"), 0o755))
+	symlink(t, filepath.Join(outside, "dir"), filepath.Join(ws, "link"))
+	w := open(t, ws+"/link/..")
+	_, err := w.ReadSource("secret.csv", 1024) // outside/secret.csv: the kernel's link/..
+	is.NoErr(err)
+}
+
+func TestAMarkerBehindAFileIsAbsentNotAnError(t *testing.T) {
+	is := is.New(t)
+	ws, _ := layout(t)
+	w := open(t, ws)
+	for _, p := range []string{"data/real.csv/stop", ws + "/data/real.csv/stop"} {
+		c, err := w.Marker(p).Cancelled()
+		is.NoErr(err)
+		is.True(!c)
+	}
 }
 
 func TestOpenRefusesWhatIsNotADirectory(t *testing.T) {
@@ -218,4 +261,22 @@ func TestSavedFilesAreNeverReadThroughSymlinks(t *testing.T) {
 	got, err = w.ReadRun("runs", "r2", names, 1024)
 	is.NoErr(err)
 	is.True(got.Exists && !got.Dir) // a symlinked run directory is not a run directory
+}
+
+// The app hands OpenWriter a directory its write boundary approved, already
+// resolved. Should a component have been swapped for a symlink since (here:
+// "out", now a link into data/), the writer refuses rather than write where
+// the link leads.
+func TestTheWriterRefusesADirectorySwappedForASymlink(t *testing.T) {
+	is := is.New(t)
+	ws, _ := layout(t)
+	symlink(t, "data", filepath.Join(ws, "out"))
+	w := open(t, ws)
+	_, err := w.OpenWriter("out")
+	is.True(err != nil)
+	_, err = w.OpenWriter("out/new/deeper")
+	is.True(err != nil)
+	entries, err := os.ReadDir(filepath.Join(ws, "data"))
+	is.NoErr(err)
+	is.Equal(len(entries), 1) // only real.csv: no lock file or folder made in data/
 }

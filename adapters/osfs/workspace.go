@@ -60,11 +60,13 @@ func Open(path string) (*Workspace, error) {
 	case !fi.IsDir():
 		return nil, ports.ErrNotDir
 	}
-	abs, err := filepath.Abs(path)
+	// Symlinks first, then absolute: filepath.Abs would clean link/..
+	// lexically, which is not the directory the kernel finds.
+	resolved, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, err
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	real, err := filepath.Abs(resolved)
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +90,21 @@ func (w *Workspace) ReadSource(name string, limitBytes int64) ([]byte, error) {
 	// O_NONBLOCK: a FIFO planted at a source's name must not hang the call;
 	// it is refused below as not regular.
 	f, err := w.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if escapes(err) {
+		// os.Root refuses every absolute symlink and every ".." above the
+		// root, even one that comes back in. Resolve the path as the kernel
+		// would; if it lands inside, open the symlink-free result.
+		loc, rerr := w.Resolve(name)
+		switch {
+		case errors.Is(rerr, ports.ErrNotDir):
+			return nil, ports.ErrMissing
+		case rerr != nil:
+			return nil, rerr
+		case !loc.Exists:
+			return nil, ports.ErrMissing
+		}
+		f, err = w.root.OpenFile(loc.Rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -141,10 +158,12 @@ func (w *Workspace) Resolve(p string) (ports.Location, error) {
 }
 
 // relate turns an absolute path into one relative to the workspace,
-// resolving the symlinks of the part of it that exists, which may lie
-// outside the workspace (the operator's own path to it).
+// resolving it as the kernel would, over the whole filesystem (the
+// operator's own way to the workspace may run through symlinks outside it).
+// Containment is judged on the result: ErrOutside when it leaves the
+// workspace, whatever lies in the way.
 func (w *Workspace) relate(abs string) (string, error) {
-	resolved, err := evalExisting(filepath.Clean(abs))
+	resolved, err := resolveAbs(abs)
 	if err != nil {
 		return "", err
 	}
@@ -155,25 +174,57 @@ func (w *Workspace) relate(abs string) (string, error) {
 	return rel, nil
 }
 
-// evalExisting resolves the symlinks of the longest existing prefix of the
-// clean absolute path p and appends the rest as written.
-func evalExisting(p string) (string, error) {
-	rest := ""
-	for {
-		resolved, err := filepath.EvalSymlinks(p)
-		if err == nil {
-			return filepath.Join(resolved, rest), nil
+// resolveAbs resolves the absolute path p one component at a time from the
+// filesystem root: each existing symlink is read and followed, ".." steps
+// back from what was resolved so far (never lexically across a link), and
+// once a component does not exist, or a file stands where a directory
+// would, the rest is taken as written.
+func resolveAbs(p string) (string, error) {
+	todo := split(p)
+	var done []string
+	virtual := 0 // trailing components of done that do not exist
+	hops := 0
+	for len(todo) > 0 {
+		part := todo[0]
+		todo = todo[1:]
+		if part == ".." {
+			if len(done) > 0 {
+				done = done[:len(done)-1]
+			}
+			virtual = max(virtual-1, 0)
+			continue
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
+		done = append(done, part)
+		if virtual > 0 {
+			virtual++
+			continue
+		}
+		cur := "/" + path.Join(done...)
+		fi, err := os.Lstat(cur)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			virtual = 1
+			continue
+		case err != nil:
 			return "", err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if hops++; hops > maxSymlinkHops {
+				return "", &fs.PathError{Op: "resolve", Path: cur, Err: syscall.ELOOP}
+			}
+			target, err := os.Readlink(cur)
+			if err != nil {
+				return "", err
+			}
+			done = done[:len(done)-1]
+			if filepath.IsAbs(target) {
+				done = nil
+			}
+			todo = append(split(target), todo...)
+		case !fi.IsDir():
+			virtual = 1 // nothing can lie below a file
 		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return filepath.Join(p, rest), nil
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = parent
 	}
+	return "/" + path.Join(done...), nil
 }
 
 // walk resolves the workspace-relative path rel one component at a time
@@ -189,7 +240,14 @@ func (w *Workspace) walk(rel string) (ports.Location, error) {
 		todo = todo[1:]
 		if part == ".." {
 			if len(done) == 0 {
-				return ports.Location{}, ports.ErrOutside
+				// Above the workspace: only the whole filesystem can tell
+				// whether the path comes back in.
+				r, err := w.relate(filepath.Dir(w.real) + "/" + path.Join(todo...))
+				if err != nil {
+					return ports.Location{}, err
+				}
+				todo, done, virtual = split(r), nil, 0
+				continue
 			}
 			done = done[:len(done)-1]
 			virtual = max(virtual-1, 0)

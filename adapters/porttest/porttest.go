@@ -10,6 +10,7 @@ package porttest
 
 import (
 	"errors"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -128,6 +129,14 @@ func PathResolver(t *testing.T, newSubject Factory) {
 		got, err = s.Paths.Resolve(s.Abs("."))
 		is.NoErr(err)
 		is.Equal(got, ports.Location{Rel: ".", Exists: true, Dir: true})
+	})
+	t.Run("a path that climbs out and comes back in", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, files)
+		back := "../" + path.Base(s.Abs(".")) + "/runs/old"
+		got, err := s.Paths.Resolve(back)
+		is.NoErr(err)
+		is.Equal(got, ports.Location{Rel: "runs/old", Exists: true, Dir: true})
 	})
 }
 
