@@ -1,6 +1,6 @@
 module github.com/metricproof/metricproof
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/cockroachdb/apd/v3 v3.2.3

@@ -2,6 +2,7 @@ package app
 
 import (
 	"path"
+	"strings"
 
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
@@ -20,31 +21,57 @@ func within(p, base string) bool {
 	return base == "." || p == base || len(p) > len(base) && p[:len(base)] == base && p[len(base)] == '/'
 }
 
-// writableOutput resolves the output directory and applies the write
-// boundary of SPEC §6: inside the workspace after symlinks, not the
-// workspace itself, clear of the protected folders (wherever their own
-// symlinks lead), and a directory if it exists.
-func (s *Service) writableOutput() (ports.Location, *Error) {
+// outputLocation resolves the operator's output directory, which must lie
+// inside the workspace (SPEC §1) whichever tool runs. For analyze, write
+// applies the write boundary of SPEC §6 too: not the workspace itself,
+// clear of the protected folders (wherever their own symlinks lead), and
+// not inside existing evidence. Last, what exists there must be a
+// directory.
+func (s *service) outputLocation(write bool) (ports.Location, *Error) {
 	out, err := s.p.Paths.Resolve(s.outputDir)
 	if err != nil {
 		return ports.Location{}, classify(resolvingOutput, "", err)
 	}
-	if out.Rel == "." {
-		return ports.Location{}, fail(PathBoundary, "the output directory may not be the workspace itself")
-	}
-	for _, name := range protectedFolders() {
-		folder, err := s.p.Paths.Resolve(name)
-		if err != nil {
-			continue // a protected folder that leads outside cannot hold out
+	if write {
+		if out.Rel == "." {
+			return ports.Location{}, fail(PathBoundary, "the output directory may not be the workspace itself")
 		}
-		if within(out.Rel, folder.Rel) || within(folder.Rel, out.Rel) {
-			return ports.Location{}, fail(PathBoundary, "the output directory may not equal, contain or sit inside %s", name)
+		for _, name := range protectedFolders() {
+			folder, err := s.p.Paths.Resolve(name)
+			if err != nil {
+				continue // a protected folder that leads outside cannot hold out
+			}
+			if within(out.Rel, folder.Rel) || within(folder.Rel, out.Rel) {
+				return ports.Location{}, fail(PathBoundary, "the output directory may not equal, contain or sit inside %s", name)
+			}
+		}
+		if e := s.clearOfEvidence(out.Rel); e != nil {
+			return ports.Location{}, e
 		}
 	}
 	if out.Exists && !out.Dir {
 		return ports.Location{}, fail(InvalidOutput, "the output directory exists and is not a directory")
 	}
 	return out, nil
+}
+
+// clearOfEvidence refuses an output directory that is, or sits inside, a
+// run directory or a pending directory: writing there would add entries to
+// evidence, which would then never verify again.
+func (s *service) clearOfEvidence(rel string) *Error {
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		if strings.HasPrefix(parts[i], ports.PendingPrefix) {
+			return fail(PathBoundary, "the output directory may not be or sit inside a pending directory")
+		}
+		dir := path.Join(parts[:i+1]...)
+		for _, name := range runFiles() {
+			if loc, err := s.p.Paths.Resolve(path.Join(dir, name)); err == nil && loc.Exists {
+				return fail(PathBoundary, "the output directory may not be or sit inside a run directory")
+			}
+		}
+	}
+	return nil
 }
 
 // AnalyzeResult is a committed run: the result (analyze's response result,
@@ -58,11 +85,11 @@ type AnalyzeResult struct {
 // expectedDigest and commits it, with its receipt and checksums, as the run
 // directory O/runID: all three files or nothing, never over existing
 // evidence.
-func (s *Service) Analyze(runID, expectedDigest string) (AnalyzeResult, *Error) {
+func (s *service) Analyze(runID, expectedDigest string) (AnalyzeResult, *Error) {
 	if e := s.checkCancel("before work"); e != nil {
 		return AnalyzeResult{}, e
 	}
-	out, e := s.writableOutput()
+	out, e := s.outputLocation(true)
 	if e != nil {
 		return AnalyzeResult{}, e
 	}
@@ -96,7 +123,7 @@ func (s *Service) Analyze(runID, expectedDigest string) (AnalyzeResult, *Error) 
 }
 
 // runFiles encodes result.json, receipt.json and checksums.json.
-func (s *Service) runFiles(runID string, snap snapshot, result domain.Result) ([]ports.File, *Error) {
+func (s *service) runFiles(runID string, snap snapshot, result domain.Result) ([]ports.File, *Error) {
 	engine, err := s.p.Engine.Identity()
 	if err != nil {
 		return nil, classify(identifyingEngine, "", err)
@@ -123,13 +150,19 @@ func (s *Service) runFiles(runID string, snap snapshot, result domain.Result) ([
 // commit writes the run under the writer lock: collision check, staged and
 // synced files, sources and cancel marker re-checked, then the no-replace
 // rename. Whatever fails, the writer's Close removes what it staged.
-func (s *Service) commit(dir, runID, digest string, files []ports.File) *Error {
+func (s *service) commit(dir, runID, digest string, files []ports.File) (e *Error) {
 	runPath := path.Join(dir, runID)
 	w, err := s.p.Evidence.OpenWriter(dir)
 	if err != nil {
 		return classify(writingRun, dir, err)
 	}
-	defer w.Close()
+	defer func() {
+		// After a commit the run stands whatever Close says; before one, a
+		// pending directory Close could not remove is worth saying.
+		if err := w.Close(); err != nil && e != nil {
+			e = fail(e.Code, "%s; this call's pending directory in %s could not be removed", e.Message, dir)
+		}
+	}()
 	exists, err := w.Exists(runID)
 	if err != nil {
 		return classify(writingRun, runPath, err)

@@ -67,6 +67,8 @@ func TestOptionsAreDecidedBeforeTheRequest(t *testing.T) {
 	}{
 		{[]string{"--workspace", wsRoot, "--nope"}, "INVALID_OPTIONS"},
 		{[]string{"--workspace=" + wsRoot, "--workspace=" + wsRoot}, "INVALID_OPTIONS"},
+		{[]string{"--workspace=" + wsRoot, "--output-dir=--x"}, "INVALID_OPTIONS"},
+		{[]string{"--workspace", wsRoot, "--cancel-file", "--x"}, "INVALID_OPTIONS"},
 		{[]string{}, "MISSING_WORKSPACE"},
 		{[]string{"--workspace", "/elsewhere"}, "MISSING_WORKSPACE"},
 	}
@@ -189,7 +191,7 @@ func TestReceiptAndChecksumsBindTheRun(t *testing.T) {
 	is.Equal(rc.EngineSHA256, strings.Repeat("e", 64))
 	is.Equal(rc.ResultSHA256, sha(result))
 	is.Equal(rc.CreatedAt, "2026-11-29T12:00:00Z") // the clock port's UTC time
-	is.Equal(rc.Build.GoVersion, "go1.26.8")
+	is.Equal(*rc.Build.GoVersion, "go1.26.8")
 	is.Equal(rc.Build.VCSRevision, nil) // unknown facts are null, never invented
 	is.Equal(string(checksums), fmt.Sprintf("{\n  \"receipt.json\": %q,\n  \"result.json\": %q\n}\n", sha(receipt), sha(result)))
 	is.True(!bytes.Contains(result, []byte("r1")))         // result.json holds no run ID

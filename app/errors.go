@@ -72,7 +72,8 @@ func (c Code) exit() int {
 func (c Code) Retryable() bool { return c == OutputBusy }
 
 // Error is a failure with its code and a message that is safe to show to
-// anyone: it never holds an absolute path or text quoted from a request.
+// anyone: it never holds an absolute path, and nothing from a request or a
+// source but IDs that passed validation.
 type Error struct {
 	Code    Code
 	Message string
@@ -103,15 +104,12 @@ const (
 // or directory involved, workspace-relative.
 func classify(s step, subject string, err error) *Error {
 	var (
-		e   *Error
 		de  *domain.DataError
 		le  *domain.LimitError
 		dfe *domain.DefinitionsError
 		ne  *domain.NumericError
 	)
 	switch {
-	case errors.As(err, &e):
-		return e
 	case errors.As(err, &de):
 		return fail(InvalidData, "%s", de.Error())
 	case errors.As(err, &le):
@@ -162,9 +160,9 @@ func classify(s step, subject string, err error) *Error {
 		case errors.Is(err, ports.ErrExists):
 			return fail(OutputCollision, "%s already exists; existing evidence is never overwritten: use a new run ID", subject)
 		case errors.Is(err, ports.ErrNotDir):
-			return fail(InvalidOutput, "the output directory's path runs through a file")
+			return classify(resolvingOutput, subject, err)
 		case errors.Is(err, ports.ErrOutside):
-			return fail(PathBoundary, "the output directory resolves outside the workspace")
+			return fail(PathBoundary, "the output directory or its lock file resolves outside the workspace")
 		case errors.Is(err, ports.ErrNoReplaceUnsupported):
 			return fail(IOOrNumericError, "the filesystem of %s cannot rename without replacing, so no commit is safe; nothing was committed", subject)
 		}

@@ -14,7 +14,7 @@ type snapshot struct {
 
 // readSources reads the four sources in their fixed order, each within the
 // size limit and the workspace; the first fault is the answer.
-func (s *Service) readSources(st step) (snapshot, *Error) {
+func (s *service) readSources(st step) (snapshot, *Error) {
 	files := make(map[string][]byte, 4)
 	for _, name := range domain.SourceNames() {
 		data, err := s.p.Sources.ReadSource(name, domain.MaxSourceBytes)
@@ -58,9 +58,14 @@ type RowCounts struct {
 
 // Inspect reads and validates the sources and reports their digest and the
 // release blockers. It writes nothing.
-func (s *Service) Inspect() (InspectResult, *Error) {
+func (s *service) Inspect() (InspectResult, *Error) {
 	if e := s.checkCancel("before work"); e != nil {
 		return InspectResult{}, e
+	}
+	if s.outputDir != "" {
+		if _, e := s.outputLocation(false); e != nil {
+			return InspectResult{}, e
+		}
 	}
 	snap, e := s.readSources(readingSource)
 	if e != nil {

@@ -34,8 +34,8 @@ Exit status: 0 success, 1 handled error, 3 cancelled.
 `
 
 // ParseOptions parses the command-line arguments. Unknown, repeated or
-// malformed options, empty values and positional arguments are
-// INVALID_OPTIONS; a missing --workspace is MISSING_WORKSPACE. Messages name
+// malformed options, empty values, values starting with "--" and
+// positional arguments are INVALID_OPTIONS; a missing --workspace is MISSING_WORKSPACE. Messages name
 // the argument's position, never its text, which may hold a path.
 func ParseOptions(args []string) (Options, *Error) {
 	var o Options
@@ -71,14 +71,18 @@ func ParseOptions(args []string) (Options, *Error) {
 		}
 		seen[name] = true
 		if !inline {
-			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "--") {
+			if i+1 >= len(args) {
 				return Options{}, fail(InvalidOptions, "%s (argument %d) needs a value", name, pos)
 			}
 			i++
 			value = args[i]
 		}
-		if value == "" {
+		switch {
+		case value == "":
 			return Options{}, fail(InvalidOptions, "%s (argument %d) has an empty value", name, pos)
+		case strings.HasPrefix(value, "--"):
+			// Most likely a forgotten value followed by the next option.
+			return Options{}, fail(InvalidOptions, "%s (argument %d) has a value starting with --", name, pos)
 		}
 		*dst = value
 	}

@@ -48,7 +48,7 @@ func decodeRequest(data []byte) (request, heard, *Error) {
 		return request{}, h, fail(InvalidJSON, "the request is not strict JSON: %v", err)
 	}
 	if v.Kind != strictjson.Object {
-		return request{}, h, fail(InvalidRequest, "the request must be a JSON object, not a %s", v.Kind)
+		return request{}, h, fail(InvalidRequest, "the request must be a JSON object, not %s", article(v.Kind))
 	}
 	id, hasID := v.Get("request_id")
 	if hasID && id.Kind == strictjson.String && domain.ValidID(id.Text) {
@@ -73,9 +73,9 @@ func decodeRequest(data []byte) (request, heard, *Error) {
 	case h.id == nil:
 		return request{}, h, fail(InvalidRequest, "request_id must be a string of 1 to 64 ASCII letters, digits, '_' or '-', starting with a letter or digit")
 	case tool.Kind != strictjson.String:
-		return request{}, h, fail(InvalidRequest, "tool must be a string, not a %s", tool.Kind)
+		return request{}, h, fail(InvalidRequest, "tool must be a string, not %s", article(tool.Kind))
 	case args.Kind != strictjson.Object:
-		return request{}, h, fail(InvalidRequest, "arguments must be an object, not a %s", args.Kind)
+		return request{}, h, fail(InvalidRequest, "arguments must be an object, not %s", article(args.Kind))
 	}
 	switch tool.Text {
 	case ToolInspect, ToolAnalyze, ToolVerify:
@@ -122,12 +122,23 @@ func exactArguments(args strictjson.Value, name string) *Error {
 func stringArgument(args strictjson.Value, name string, valid func(string) bool, want string) (string, *Error) {
 	v, _ := args.Get(name)
 	if v.Kind != strictjson.String {
-		return "", fail(InvalidArguments, "%s must be %s, not a %s", name, want, v.Kind)
+		return "", fail(InvalidArguments, "%s must be %s, not %s", name, want, article(v.Kind))
 	}
 	if !valid(v.Text) {
 		return "", fail(InvalidArguments, "%s must be %s", name, want)
 	}
 	return v.Text, nil
+}
+
+// article names a JSON kind with its article: "an array", "a string", "null".
+func article(k strictjson.Kind) string {
+	switch k {
+	case strictjson.Null:
+		return "null"
+	case strictjson.Array, strictjson.Object:
+		return "an " + k.String()
+	}
+	return "a " + k.String()
 }
 
 func isDigest(s string) bool {

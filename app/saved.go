@@ -49,7 +49,7 @@ type Receipt struct {
 // Build holds the engine's build facts; null where the build did not
 // record one.
 type Build struct {
-	GoVersion     string  `json:"go_version"`
+	GoVersion     *string `json:"go_version"`
 	ModuleVersion *string `json:"module_version"`
 	VCSRevision   *string `json:"vcs_revision"`
 	VCSModified   *bool   `json:"vcs_modified"`
@@ -81,7 +81,7 @@ func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, result
 		ResultSHA256:    domain.SHA256Hex(resultBytes),
 		CreatedAt:       now.UTC().Format(createdAtLayout),
 		Build: Build{
-			GoVersion:     engine.GoVersion,
+			GoVersion:     optional(engine.GoVersion),
 			ModuleVersion: optional(engine.ModuleVersion),
 			VCSRevision:   optional(engine.VCSRevision),
 			VCSModified:   engine.VCSModified,
@@ -129,6 +129,7 @@ func validReceipt(r Receipt) bool {
 			return false
 		}
 	}
-	_, err := time.Parse(createdAtLayout, r.CreatedAt)
-	return err == nil && isDigest(r.SourceDigest) && isDigest(r.EngineSHA256) && isDigest(r.ResultSHA256)
+	created, err := time.Parse(createdAtLayout, r.CreatedAt)
+	utc := err == nil && created.UTC().Format(createdAtLayout) == r.CreatedAt
+	return utc && isDigest(r.SourceDigest) && isDigest(r.EngineSHA256) && isDigest(r.ResultSHA256)
 }

@@ -59,18 +59,18 @@ func (r Runner) Run(args []string) (reply Reply) {
 	if e != nil {
 		return failure(h, e)
 	}
-	s := &Service{p: p, outputDir: opts.OutputDir}
+	s := &service{p: p, outputDir: opts.OutputDir}
 	return s.answer(req, h)
 }
 
-// Service runs the three tools over one set of ports.
-type Service struct {
+// service runs the three tools over one set of ports.
+type service struct {
 	p         Ports
 	outputDir string
 }
 
 // answer runs a request that passed every protocol check.
-func (s *Service) answer(req request, h heard) Reply {
+func (s *service) answer(req request, h heard) Reply {
 	if req.tool != ToolInspect && s.outputDir == "" {
 		return failure(h, fail(MissingContext, "%s needs --output-dir, chosen by the operator", req.tool))
 	}
@@ -96,7 +96,7 @@ func (s *Service) answer(req request, h heard) Reply {
 }
 
 // checkCancel answers CANCELLED when the operator's marker exists.
-func (s *Service) checkCancel(point string) *Error {
+func (s *service) checkCancel(point string) *Error {
 	cancelled, err := s.p.Cancel.Cancelled()
 	if err != nil {
 		return classify(checkingMarker, "", err)

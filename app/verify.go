@@ -50,7 +50,7 @@ func checks() []check {
 
 // audit carries what the checks learn, each building on the ones before.
 type audit struct {
-	s     *Service
+	s     *service
 	runID string
 	run   ports.SavedRun
 	// Filled by shapes.
@@ -65,19 +65,17 @@ type audit struct {
 // Verify re-reads the run O/runID, checks every byte and binding against the
 // current sources and engine, recomputes the result, and names the first
 // fault. It writes nothing.
-func (s *Service) Verify(runID string) (VerifyResult, *Error) {
+func (s *service) Verify(runID string) (VerifyResult, *Error) {
 	if e := s.checkCancel("before work"); e != nil {
 		return VerifyResult{}, e
 	}
-	out, err := s.p.Paths.Resolve(s.outputDir)
-	if err != nil {
-		return VerifyResult{}, classify(resolvingOutput, "", err)
-	}
-	if out.Exists && !out.Dir {
-		return VerifyResult{}, fail(InvalidOutput, "the output directory exists and is not a directory")
+	out, e := s.outputLocation(false)
+	if e != nil {
+		return VerifyResult{}, e
 	}
 	a := &audit{s: s, runID: runID}
 	if out.Exists {
+		var err error
 		a.run, err = s.p.Evidence.ReadRun(out.Rel, runID, runFiles(), MaxSavedBytes)
 		if err != nil {
 			return VerifyResult{}, classify(readingRun, runID, err)
@@ -220,7 +218,9 @@ func (a *audit) engineUnchanged() *Error {
 func (a *audit) recomputed() *Error {
 	_, fresh, e := compute(a.snap)
 	if e != nil {
-		return e
+		// These are the receipt's own source bytes and the engine that made
+		// the run, which would have refused them: the run is forged.
+		return fail(ResultTampered, "run %s is bound to sources this engine refuses (%s)", a.runID, e.Message)
 	}
 	freshBytes, err := saved(fresh)
 	if err != nil {

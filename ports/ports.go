@@ -68,6 +68,15 @@ type PathResolver interface {
 	Resolve(path string) (Location, error)
 }
 
+// Names on disk that are part of the contract (SPEC §6).
+const (
+	// LockFile is the writer lock's file inside an output directory.
+	LockFile = ".writer.lock"
+	// PendingPrefix starts the name of every pending directory; the leading
+	// '.' hides it, and no run ID can start with it.
+	PendingPrefix = ".pending-"
+)
+
 // File is one file of a run directory.
 type File struct {
 	Name string
@@ -77,10 +86,10 @@ type File struct {
 // EvidenceStore commits run directories inside an output directory and reads
 // them back. dir is always a Location.Rel returned by PathResolver.Resolve.
 type EvidenceStore interface {
-	// OpenWriter creates dir if it does not exist (durably: each directory
-	// it creates is fsynced into its parent) and takes the writer lock
+	// OpenWriter creates dir if it does not exist and takes the writer lock
 	// dir/.writer.lock without waiting: ErrBusy when another process holds
-	// it. The lock dies with its holder.
+	// it. The lock dies with its holder. Directories it creates are made
+	// durable by Commit, which fsyncs each into its parent.
 	OpenWriter(dir string) (EvidenceWriter, error)
 	// ReadRun reads the named files of run directory dir/runID without
 	// writing anything; see SavedRun.

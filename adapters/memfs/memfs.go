@@ -28,13 +28,6 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-// LockName and PendingPrefix match osfs: the lock file's name and the start
-// of every pending directory's name.
-const (
-	LockName      = ".writer.lock"
-	PendingPrefix = ".pending-"
-)
-
 // Workspace is a workspace directory inside an afero filesystem.
 type Workspace struct {
 	fs   afero.Fs
@@ -179,7 +172,7 @@ func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
 	if w.locked[dir] {
 		return nil, ports.ErrBusy
 	}
-	lock, err := w.fs.OpenFile(w.abs(path.Join(dir, LockName)), os.O_RDWR|os.O_CREATE, 0o644)
+	lock, err := w.fs.OpenFile(w.abs(path.Join(dir, ports.LockFile)), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +208,7 @@ func (ew *writer) Stage(files []ports.File) error {
 	}
 	ew.ws.mu.Lock()
 	ew.ws.staging++
-	name := PendingPrefix + strconv.Itoa(ew.ws.staging)
+	name := ports.PendingPrefix + strconv.Itoa(ew.ws.staging)
 	ew.ws.mu.Unlock()
 	if err := ew.ws.fs.Mkdir(ew.path(name), 0o755); err != nil {
 		return err

@@ -15,13 +15,6 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-// LockName is the writer lock's file name inside an output directory.
-const LockName = ".writer.lock"
-
-// PendingPrefix starts the name of every pending directory; the leading '.'
-// hides it and keeps it from ever being taken for a run.
-const PendingPrefix = ".pending-"
-
 // OpenWriter implements ports.EvidenceStore.
 func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
 	created, err := w.mkdirAll(dir)
@@ -41,7 +34,7 @@ func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
 		ew.release()
 		return nil, err
 	}
-	if ew.lock, err = out.OpenFile(LockName, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+	if ew.lock, err = out.OpenFile(ports.LockFile, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
 		ew.release()
 		return nil, classify(err)
 	}
@@ -135,7 +128,7 @@ func (ew *writer) Stage(files []ports.File) error {
 	if _, err := rand.Read(nonce[:]); err != nil {
 		return err
 	}
-	name := PendingPrefix + hex.EncodeToString(nonce[:])
+	name := ports.PendingPrefix + hex.EncodeToString(nonce[:])
 	if err := ew.out.Mkdir(name, 0o755); err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func TestAnyFailedSyncAbandonsTheCommit(t *testing.T) {
 		is.True(errors.Is(statErr, os.ErrNotExist)) // no run is visible
 		entries, _ := os.ReadDir(filepath.Join(dir, "runs", "out"))
 		is.Equal(len(entries), 1) // no pending directory: only the lock file stays
-		is.Equal(entries[0].Name(), LockName)
+		is.Equal(entries[0].Name(), ports.LockFile)
 		ws.Close()
 	}
 }
@@ -70,7 +70,7 @@ func TestSyncsCoverFilesPendingDirOutputAndCreatedParents(t *testing.T) {
 	is.NoErr(w.Close())
 	is.Equal(len(synced), 5)
 	pending := filepath.Dir(synced[0])
-	is.True(strings.HasPrefix(pending, "runs/out/"+PendingPrefix))
+	is.True(strings.HasPrefix(pending, "runs/out/"+ports.PendingPrefix))
 	is.Equal(synced, []string{
 		pending + "/a.json", // the file
 		pending,             // the pending directory, before the rename

@@ -1,0 +1,124 @@
+package app_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/spf13/afero"
+
+	"github.com/metricproof/metricproof/domain"
+)
+
+// An analyze may not write into existing evidence: an output directory that
+// is, or sits inside, a run directory (or a killed writer's pending
+// directory) would add entries to it and make it fail verification forever.
+func TestAnalyzeNeverWritesIntoExistingEvidence(t *testing.T) {
+	for _, out := range []string{"runs/r1", "runs/r1/sub", "runs/.pending-0123"} {
+		t.Run(out, func(t *testing.T) {
+			is := is.New(t)
+			m := newMem(t, shippedFixture(t))
+			digest := m.digest()
+			is.Equal(m.run(analyzeReq("r1", digest), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
+			is.NoErr(m.fs.MkdirAll(wsRoot+"/runs/.pending-0123", 0o755))
+			r := m.run(analyzeReq("nested", digest), "--workspace", wsRoot, "--output-dir", out)
+			is.Equal(r.code(), "PATH_BOUNDARY")
+			v := m.run(verifyReq("v", "r1"), "--workspace", wsRoot, "--output-dir", "runs")
+			is.Equal(v.Exit, 0) // the existing run still verifies
+		})
+	}
+}
+
+// SPEC §1: O must resolve inside W, whichever tool is called; a path that
+// is a file is INVALID_OUTPUT. Only analyze applies the protected folders.
+func TestEveryToolChecksAGivenOutputDirectory(t *testing.T) {
+	tests := []struct {
+		tool, out, code string
+	}{
+		{"inspect", "../elsewhere", "PATH_BOUNDARY"},
+		{"inspect", "/etc", "PATH_BOUNDARY"},
+		{"inspect", "notes.txt", "INVALID_OUTPUT"},
+		{"inspect", "notes.txt/x", "INVALID_OUTPUT"},
+		{"inspect", "data", ""},
+		{"verify", "../elsewhere", "PATH_BOUNDARY"},
+		{"verify", "notes.txt", "INVALID_OUTPUT"},
+		{"verify", "data", "MISSING_RESULT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tool+" "+tt.out, func(t *testing.T) {
+			is := is.New(t)
+			files := shippedFixture(t)
+			files["notes.txt"] = []byte("x")
+			m := newMem(t, files)
+			req := inspect("i1")
+			if tt.tool == "verify" {
+				req = verifyReq("v1", "r1")
+			}
+			r := m.run(req, "--workspace", wsRoot, "--output-dir", tt.out)
+			is.Equal(r.code(), tt.code)
+		})
+	}
+}
+
+// reseal rewrites a saved run as a forger who knows the format would:
+// edit the receipt and result, then recompute every hash that binds them.
+func reseal(t *testing.T, m *memWorkspace, run string, editReceipt func(map[string]any), editResult func([]byte) []byte) {
+	t.Helper()
+	result := m.read(run + "/result.json")
+	if editResult != nil {
+		result = editResult(result)
+	}
+	var receipt map[string]any
+	if err := json.Unmarshal(m.read(run+"/receipt.json"), &receipt); err != nil {
+		t.Fatal(err)
+	}
+	receipt["result_sha256"] = sha(result)
+	if editReceipt != nil {
+		editReceipt(receipt)
+	}
+	receiptBytes, err := json.MarshalIndent(receipt, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checksums, _ := json.Marshal(map[string]string{"receipt.json": sha(receiptBytes), "result.json": sha(result)})
+	for name, data := range map[string][]byte{"result.json": result, "receipt.json": receiptBytes, "checksums.json": checksums} {
+		if err := afero.WriteFile(m.fs, wsRoot+"/"+run+"/"+name, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// SPEC §6: the receipt holds the clock's UTC time. Another zone is not the
+// shape analyze writes.
+func TestAReceiptTimeOutsideUTCIsNotASavedReceipt(t *testing.T) {
+	is := is.New(t)
+	m := newMem(t, shippedFixture(t))
+	is.Equal(m.run(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
+	reseal(t, m, "runs/r1", func(r map[string]any) { r["created_at"] = "2026-11-29T14:00:00+02:00" }, nil)
+	r := m.run(verifyReq("v", "r1"), "--workspace", wsRoot, "--output-dir", "runs")
+	is.Equal(r.code(), "INVALID_SAVED_RESULT")
+}
+
+// Check 7 answers with a code of the verify table: a forged run bound to
+// sources this engine refuses is RESULT_TAMPERED, not the source's fault.
+func TestARunBoundToSourcesTheEngineRefusesIsTampered(t *testing.T) {
+	is := is.New(t)
+	files := shippedFixture(t)
+	m := newMem(t, files)
+	is.Equal(m.run(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
+	bad := []byte("group_id,successes,eligible\nG1,3,2\n") // successes over eligible
+	is.NoErr(afero.WriteFile(m.fs, wsRoot+"/data/groups.csv", bad, 0o644))
+	files[domain.GroupsFile] = bad
+	hashes := domain.HashSources(files)
+	oldDigest := domain.HashSources(shippedFixture(t)).Digest()
+	reseal(t, m, "runs/r1", func(r map[string]any) {
+		r["sources"] = map[string]string(hashes)
+		r["source_digest"] = hashes.Digest()
+	}, func(b []byte) []byte {
+		return []byte(strings.ReplaceAll(string(b), oldDigest, hashes.Digest()))
+	})
+	r := m.run(verifyReq("v", "r1"), "--workspace", wsRoot, "--output-dir", "runs")
+	is.Equal(r.code(), "RESULT_TAMPERED")
+	is.True(strings.Contains(r.Body.Error.Message, "data/groups.csv")) // says why
+}
