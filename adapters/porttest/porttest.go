@@ -10,13 +10,16 @@ package porttest
 
 import (
 	"errors"
+	"io/fs"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
+	"github.com/spf13/afero"
 
 	"github.com/metricproof/metricproof/ports"
 )
@@ -42,6 +45,74 @@ type Subject struct {
 // Factory builds a Subject whose workspace holds files: names are
 // workspace-relative; a name ending in "/" is a directory.
 type Factory func(t *testing.T, files map[string]string) Subject
+
+// Tree is the workspace directory behind a Subject, reached through afero
+// so that one helper serves the real disk (afero.NewOsFs with an absolute
+// Root) and memory (a MemMapFs) alike.
+type Tree struct {
+	T    testing.TB
+	Fs   afero.Fs
+	Root string
+}
+
+// Subject returns a Subject over this tree with the adapter's ports.
+func (tr Tree) Subject(sources ports.SourceReader, paths ports.PathResolver, evidence ports.EvidenceStore, marker func(string) ports.Canceller) Subject {
+	return Subject{Sources: sources, Paths: paths, Evidence: evidence, Marker: marker,
+		Abs: tr.Abs, List: tr.List, Read: tr.Read, Write: tr.Write}
+}
+
+// Fill creates the workspace directory and files in it.
+func (tr Tree) Fill(files map[string]string) {
+	tr.Write("./", "")
+	for name, data := range files {
+		tr.Write(name, data)
+	}
+}
+
+// Abs returns the absolute form of a workspace-relative path.
+func (tr Tree) Abs(rel string) string { return filepath.Join(tr.Root, rel) }
+
+// Write creates a file, or for a name ending in "/" a directory, with its
+// parents.
+func (tr Tree) Write(rel, data string) {
+	tr.T.Helper()
+	p := tr.Abs(rel)
+	dir := p
+	if !strings.HasSuffix(rel, "/") {
+		dir = filepath.Dir(p)
+	}
+	if err := tr.Fs.MkdirAll(dir, 0o755); err != nil {
+		tr.T.Fatal(err)
+	}
+	if strings.HasSuffix(rel, "/") {
+		return
+	}
+	if err := afero.WriteFile(tr.Fs, p, []byte(data), 0o644); err != nil {
+		tr.T.Fatal(err)
+	}
+}
+
+// List returns the sorted names in a workspace-relative directory, an empty
+// slice for an empty one, and nil when it does not exist.
+func (tr Tree) List(rel string) []string {
+	tr.T.Helper()
+	entries, err := afero.ReadDir(tr.Fs, tr.Abs(rel))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		tr.T.Fatal(err)
+	}
+	names := []string{}
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Read returns a workspace-relative file's bytes.
+func (tr Tree) Read(rel string) ([]byte, error) { return afero.ReadFile(tr.Fs, tr.Abs(rel)) }
 
 // SourceReader runs the ports.SourceReader contract.
 func SourceReader(t *testing.T, newSubject Factory) {
@@ -311,14 +382,3 @@ type FixedEngine ports.EngineIdentity
 
 // Identity implements ports.Engine.
 func (e FixedEngine) Identity() (ports.EngineIdentity, error) { return ports.EngineIdentity(e), nil }
-
-// SortedNames is a helper for Subject.List implementations: it sorts names
-// and returns an empty, non-nil slice for an empty directory.
-func SortedNames(names []string) []string {
-	out := slices.Clone(names)
-	if out == nil {
-		out = []string{}
-	}
-	slices.Sort(out)
-	return out
-}
