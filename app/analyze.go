@@ -158,9 +158,9 @@ func (s *service) commit(dir, runID, digest string, files []ports.File) (e *Erro
 	}
 	defer func() {
 		// After a commit the run stands whatever Close says; before one, a
-		// pending directory Close could not remove is worth saying.
+		// failed cleanup may have left this call's pending directory.
 		if err := w.Close(); err != nil && e != nil {
-			e = fail(e.Code, "%s; this call's pending directory in %s could not be removed", e.Message, dir)
+			e = fail(e.Code, "%s; cleaning up failed too, so a pending directory of this call may remain in %s", e.Message, dir)
 		}
 	}()
 	exists, err := w.Exists(runID)
