@@ -23,6 +23,9 @@ import (
 // (testscript.Main), so every test below runs the real runner as a separate
 // process over its stdio protocol.
 func TestMain(m *testing.M) {
+	// Under -race every child runner would sleep a second at exit (the race
+	// runtime's default atexit_sleep_ms), and these tests start hundreds.
+	os.Setenv("GORACE", "atexit_sleep_ms=0 "+os.Getenv("GORACE"))
 	testscript.Main(m, map[string]func(){
 		"tool-runner": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout)) },
 		"lock-holder": holdLock,
