@@ -5,11 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -763,73 +760,14 @@ func damageSourceDigest(sources map[string]any) string {
 	return damageSHA256(append(b, '\n'))
 }
 
-// damageTreeEntry is what a photograph keeps of one path: never followed, so a
-// symlink is its target and a FIFO is never opened.
-type damageTreeEntry struct {
-	mode   fs.FileMode // type and permission bits
-	size   int64
-	mtime  int64 // nanoseconds; a directory's changes when an entry comes or goes
-	data   string
-	target string
-}
-
-// differences names what differs from b to a.
-func (b damageTreeEntry) differences(a damageTreeEntry) string {
-	var d []string
-	if a.mode != b.mode {
-		d = append(d, fmt.Sprintf("mode %v -> %v", b.mode, a.mode))
-	}
-	if a.size != b.size {
-		d = append(d, fmt.Sprintf("size %d -> %d", b.size, a.size))
-	}
-	if a.mtime != b.mtime {
-		d = append(d, "modification time")
-	}
-	if a.data != b.data {
-		d = append(d, "bytes")
-	}
-	if a.target != b.target {
-		d = append(d, fmt.Sprintf("target %q -> %q", b.target, a.target))
-	}
-	return strings.Join(d, ", ")
-}
-
 // photograph records every entry under the workspace and the outside
 // scratch directory.
-func (r *damagedRun) photograph() map[string]damageTreeEntry {
+func (r *damagedRun) photograph() map[string]fsEntry {
 	r.t.Helper()
-	tree := map[string]damageTreeEntry{}
+	tree := map[string]fsEntry{}
 	for root, label := range map[string]string{r.ws: "workspace", r.outside: "outside"} {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			fi, err := os.Lstat(p)
-			if err != nil {
-				return err
-			}
-			e := damageTreeEntry{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-			switch {
-			case fi.Mode().IsRegular():
-				b, err := os.ReadFile(p)
-				if err != nil {
-					return err
-				}
-				e.data = string(b)
-			case fi.Mode()&fs.ModeSymlink != 0:
-				if e.target, err = os.Readlink(p); err != nil {
-					return err
-				}
-			}
-			rel, err := filepath.Rel(root, p)
-			if err != nil {
-				return err
-			}
-			tree[label+"/"+filepath.ToSlash(rel)] = e
-			return nil
-		})
-		if err != nil {
-			r.t.Fatal(err)
+		for p, e := range snapshotTree(r.t, root) {
+			tree[label+"/"+p] = e
 		}
 	}
 	return tree
@@ -837,26 +775,7 @@ func (r *damagedRun) photograph() map[string]damageTreeEntry {
 
 // assertUnchanged fails the test for every entry verify_result added,
 // removed or altered since before.
-func (r *damagedRun) assertUnchanged(before map[string]damageTreeEntry) {
+func (r *damagedRun) assertUnchanged(before map[string]fsEntry) {
 	r.t.Helper()
-	after := r.photograph()
-	var diffs []string
-	for p, b := range before {
-		a, ok := after[p]
-		switch {
-		case !ok:
-			diffs = append(diffs, "removed "+p)
-		case a != b:
-			diffs = append(diffs, "changed "+p+": "+b.differences(a))
-		}
-	}
-	for p := range after {
-		if _, ok := before[p]; !ok {
-			diffs = append(diffs, "added "+p)
-		}
-	}
-	sort.Strings(diffs)
-	if len(diffs) > 0 {
-		r.t.Errorf("verify_result changed the tree:\n%s", strings.Join(diffs, "\n"))
-	}
+	sameTree(r.t, before, r.photograph())
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -304,4 +305,79 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// fsEntry is what a snapshot keeps of one file system entry.
+type fsEntry struct {
+	mode  fs.FileMode
+	mtime int64  // nanoseconds
+	data  string // a regular file's bytes
+	link  string // a symlink's target
+}
+
+// snapshotTree records every entry under root, root included, without
+// following symlinks; an absent root gives an empty snapshot.
+func snapshotTree(t *testing.T, root string) map[string]fsEntry {
+	t.Helper()
+	snap := map[string]fsEntry{}
+	err := filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		e := fsEntry{mode: fi.Mode(), mtime: fi.ModTime().UnixNano()}
+		switch {
+		case fi.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			e.data = string(data)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if e.link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		}
+		snap[filepath.ToSlash(rel)] = e
+		return nil
+	})
+	if err != nil && !(errors.Is(err, fs.ErrNotExist) && len(snap) == 0) {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// sameTree reports every entry added, removed or changed between two
+// snapshots.
+func sameTree(t *testing.T, before, after map[string]fsEntry) {
+	t.Helper()
+	for name, b := range before {
+		a, ok := after[name]
+		switch {
+		case !ok:
+			t.Errorf("%s was removed", name)
+		case a != b:
+			t.Errorf("%s changed: before %+v, after %+v", name, briefEntry(b), briefEntry(a))
+		}
+	}
+	for name := range after {
+		if _, ok := before[name]; !ok {
+			t.Errorf("%s was created", name)
+		}
+	}
+}
+
+// briefEntry shortens an entry for a failure message.
+func briefEntry(e fsEntry) fsEntry {
+	if len(e.data) > 40 {
+		e.data = e.data[:40] + "..."
+	}
+	return e
 }
