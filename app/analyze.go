@@ -65,7 +65,7 @@ func (s *service) clearOfEvidence(rel string) *Error {
 			return fail(PathBoundary, "the output directory may not be or sit inside a pending directory")
 		}
 		dir := path.Join(parts[:i+1]...)
-		for _, name := range runFiles() {
+		for _, name := range ports.RunFileNames() {
 			if loc, err := s.p.Paths.Resolve(path.Join(dir, name)); err == nil && loc.Exists {
 				return fail(PathBoundary, "the output directory may not be or sit inside a run directory")
 			}

@@ -163,6 +163,8 @@ func classify(s step, subject string, err error) *Error {
 			return classify(resolvingOutput, subject, err)
 		case errors.Is(err, ports.ErrOutside):
 			return fail(PathBoundary, "the output directory or its lock file resolves outside the workspace")
+		case errors.Is(err, ports.ErrInsideEvidence):
+			return fail(PathBoundary, "the output directory %s became a run or lies inside one while this call was reading the sources; nothing was written: choose an output directory outside every run", subject)
 		case errors.Is(err, ports.ErrNoReplaceUnsupported):
 			return fail(IOOrNumericError, "the filesystem of %s cannot rename without replacing, so no commit is safe; nothing was committed", subject)
 		}

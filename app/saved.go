@@ -13,9 +13,9 @@ import (
 // The files of a run directory, in the order analyze writes them and
 // verify_result reads them.
 const (
-	ResultFile    = "result.json"
-	ReceiptFile   = "receipt.json"
-	ChecksumsFile = "checksums.json"
+	ResultFile    = ports.ResultFile
+	ReceiptFile   = ports.ReceiptFile
+	ChecksumsFile = ports.ChecksumsFile
 )
 
 // runFiles returns the three file names of a run.

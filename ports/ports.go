@@ -37,6 +37,10 @@ var (
 	// ErrNoReplaceUnsupported: the filesystem cannot rename without
 	// replacing, so no commit can be promised safe.
 	ErrNoReplaceUnsupported = errors.New("the filesystem cannot rename without replacing")
+	// ErrInsideEvidence: a directory on the way to an output directory is
+	// a run directory or a pending directory, so creating anything in it
+	// would add an entry to evidence.
+	ErrInsideEvidence = errors.New("is or lies inside a run or a pending directory")
 )
 
 // SourceReader reads the fixed source files of the workspace.
@@ -75,7 +79,21 @@ const (
 	// PendingPrefix starts the name of every pending directory; the leading
 	// '.' hides it, and no run ID can start with it.
 	PendingPrefix = ".pending-"
+
+	// The files of a run directory, in the order analyze writes them and
+	// verify_result reads them. AttestationFile is there only in a signed
+	// run.
+	ResultFile      = "result.json"
+	ReceiptFile     = "receipt.json"
+	ChecksumsFile   = "checksums.json"
+	AttestationFile = "attestation.json"
 )
+
+// RunFileNames returns every name a run directory may hold. A directory
+// holding any of them is taken for a run, and nothing is ever created in it.
+func RunFileNames() []string {
+	return []string{ResultFile, ReceiptFile, ChecksumsFile, AttestationFile}
+}
 
 // File is one file of a run directory.
 type File struct {
@@ -90,6 +108,14 @@ type EvidenceStore interface {
 	// dir/.writer.lock without waiting: ErrBusy when another process holds
 	// it. The lock dies with its holder. Directories it creates are made
 	// durable by Commit, which fsyncs each into its parent.
+	//
+	// It creates dir one component at a time, and before it creates
+	// anything inside a directory that already existed (the next component,
+	// or the lock file), it checks through that directory's open handle
+	// that it is not a pending directory and holds none of RunFileNames:
+	// else ErrInsideEvidence, with nothing created inside it. A directory
+	// this call created itself can never become a run meanwhile, because a
+	// commit never replaces.
 	OpenWriter(dir string) (EvidenceWriter, error)
 	// ReadRun reads the named files of run directory dir/runID without
 	// writing anything; see SavedRun.

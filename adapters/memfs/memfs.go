@@ -152,9 +152,17 @@ func (w *Workspace) Marker(path string) ports.Canceller {
 
 // OpenWriter implements ports.EvidenceStore.
 func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
+	// One lock over the whole creation: writers of this value cannot
+	// interleave, so checking a component and creating inside it is one
+	// step, as osfs makes it one through the component's open handle.
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	cur := ""
 	for _, part := range split(dir) {
 		cur = path.Join(cur, part)
+		if strings.HasPrefix(part, ports.PendingPrefix) {
+			return nil, ports.ErrInsideEvidence
+		}
 		fi, err := w.fs.Stat(w.abs(cur))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -165,10 +173,12 @@ func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
 			return nil, err
 		case !fi.IsDir():
 			return nil, ports.ErrNotDir
+		default:
+			if err := w.holdsNoRunFile(cur); err != nil {
+				return nil, err
+			}
 		}
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.locked[dir] {
 		return nil, ports.ErrBusy
 	}
@@ -181,6 +191,21 @@ func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
 	}
 	w.locked[dir] = true
 	return &writer{ws: w, dir: dir}, nil
+}
+
+// holdsNoRunFile reports ErrInsideEvidence when the workspace-relative
+// directory rel holds any of the names a run directory holds.
+func (w *Workspace) holdsNoRunFile(rel string) error {
+	for _, name := range ports.RunFileNames() {
+		_, err := w.fs.Stat(w.abs(path.Join(rel, name)))
+		switch {
+		case err == nil:
+			return ports.ErrInsideEvidence
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+	}
+	return nil
 }
 
 type writer struct {
@@ -244,8 +269,12 @@ func (ew *writer) Commit(runID string) error {
 	}
 	// The lock excludes other writers of this value, so checking and then
 	// renaming cannot race with another commit.
-	if exists, err := ew.Exists(runID); err != nil || exists {
-		return errors.Join(ports.ErrExists, err)
+	exists, err := ew.Exists(runID)
+	switch {
+	case err != nil:
+		return err
+	case exists:
+		return ports.ErrExists
 	}
 	if err := ew.ws.fs.Rename(ew.path(ew.pending), ew.path(runID)); err != nil {
 		return err

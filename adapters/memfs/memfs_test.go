@@ -1,12 +1,16 @@
 package memfs_test
 
 import (
+	"errors"
+	"os"
 	"testing"
 
+	"github.com/matryer/is"
 	"github.com/spf13/afero"
 
 	"github.com/metricproof/metricproof/adapters/memfs"
 	"github.com/metricproof/metricproof/adapters/porttest"
+	"github.com/metricproof/metricproof/ports"
 )
 
 // subject builds a workspace at /work/ws of a fresh MemMapFs.
@@ -25,3 +29,34 @@ func TestSourceReaderContract(t *testing.T)  { porttest.SourceReader(t, subject)
 func TestPathResolverContract(t *testing.T)  { porttest.PathResolver(t, subject) }
 func TestCancellerContract(t *testing.T)     { porttest.Canceller(t, subject) }
 func TestEvidenceStoreContract(t *testing.T) { porttest.EvidenceStore(t, subject) }
+
+// statFails is a MemMapFs whose Stat fails for one path, as a disk fault
+// would.
+type statFails struct {
+	afero.Fs
+	path string
+}
+
+func (s statFails) Stat(name string) (os.FileInfo, error) {
+	if name == s.path {
+		return nil, errors.New("input/output error")
+	}
+	return s.Fs.Stat(name)
+}
+
+// A failed look at the run's name before the commit is that failure, not a
+// collision: nothing stands there that the operator must move.
+func TestAFailedStatBeforeTheCommitIsNotACollision(t *testing.T) {
+	is := is.New(t)
+	fs := statFails{Fs: afero.NewMemMapFs(), path: "/work/ws/runs/r1"}
+	is.NoErr(fs.MkdirAll("/work/ws/runs", 0o755))
+	ws, err := memfs.New(fs, "/work/ws")
+	is.NoErr(err)
+	w, err := ws.OpenWriter("runs")
+	is.NoErr(err)
+	defer w.Close()
+	is.NoErr(w.Stage([]ports.File{{Name: "result.json", Data: []byte("{}\n")}}))
+	err = w.Commit("r1")
+	is.True(err != nil)
+	is.True(!errors.Is(err, ports.ErrExists)) // not OUTPUT_COLLISION
+}

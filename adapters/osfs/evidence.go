@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/metricproof/metricproof/adapters/internal/bounded"
@@ -17,13 +18,9 @@ import (
 
 // OpenWriter implements ports.EvidenceStore.
 func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
-	created, err := w.mkdirAll(dir)
+	out, created, err := w.createOutput(dir)
 	if err != nil {
 		return nil, err
-	}
-	out, err := w.root.OpenRoot(dir)
-	if err != nil {
-		return nil, classify(err)
 	}
 	ew := &writer{ws: w, out: out, created: created}
 	if ew.dirFile, err = out.Open("."); err != nil {
@@ -71,32 +68,86 @@ func (w *Workspace) stillAt(dir string, d *os.File) error {
 	return nil
 }
 
-// mkdirAll creates the missing directories of dir and returns the ones it
+// createOutput opens the output directory dir, creating what is missing
+// one component at a time, each inside the open handle of its parent. It
+// returns the directory as a root of its own and the directories it
 // created, outermost first.
-func (w *Workspace) mkdirAll(dir string) ([]string, error) {
+//
+// Before it creates anything inside a directory that already existed (the
+// next component, or later the lock file), it checks through that
+// directory's own handle that it holds no run file: a run committed by
+// another call after the write boundary was checked is refused here,
+// where it would otherwise gain entries. A directory this call created
+// cannot become a run meanwhile, since a commit never replaces; a
+// pending directory's name is refused before anything is created.
+func (w *Workspace) createOutput(dir string) (*os.Root, []string, error) {
 	var created []string
+	parent, owned := w.root, (*os.Root)(nil)
+	done := func(err error) (*os.Root, []string, error) {
+		if owned != nil {
+			owned.Close()
+		}
+		return nil, nil, err
+	}
 	cur := ""
 	for _, part := range split(dir) {
 		cur = path.Join(cur, part)
-		err := w.root.Mkdir(cur, 0o755)
+		if strings.HasPrefix(part, ports.PendingPrefix) {
+			return done(ports.ErrInsideEvidence)
+		}
+		err := parent.Mkdir(part, 0o755)
+		made := err == nil
 		switch {
-		case err == nil:
+		case made:
 			created = append(created, cur)
 		case errors.Is(err, fs.ErrExist):
-			fi, err := w.root.Lstat(cur)
+			fi, err := parent.Lstat(part)
 			switch {
 			case err != nil:
-				return nil, classify(err)
+				return done(classify(err))
 			case fi.Mode()&fs.ModeSymlink != 0:
-				return nil, errMoved // dir was resolved: a symlink here is new
+				return done(errMoved) // dir was resolved: a symlink here is new
 			case !fi.IsDir():
-				return nil, ports.ErrNotDir
+				return done(ports.ErrNotDir)
 			}
 		default:
-			return nil, classify(err)
+			return done(classify(err))
+		}
+		next, err := parent.OpenRoot(part)
+		if err != nil {
+			return done(classify(err))
+		}
+		if owned != nil {
+			owned.Close()
+		}
+		parent, owned = next, next
+		if !made {
+			if err := holdsNoRunFile(next); err != nil {
+				return done(err)
+			}
 		}
 	}
-	return created, nil
+	if owned == nil {
+		// The workspace itself; the write boundary refuses it first.
+		r, err := w.root.OpenRoot(".")
+		return r, nil, err
+	}
+	return owned, created, nil
+}
+
+// holdsNoRunFile reports ErrInsideEvidence when the directory d holds any
+// of the names a run directory holds.
+func holdsNoRunFile(d *os.Root) error {
+	for _, name := range ports.RunFileNames() {
+		_, err := d.Lstat(name)
+		switch {
+		case err == nil:
+			return ports.ErrInsideEvidence
+		case !errors.Is(err, fs.ErrNotExist):
+			return classify(err)
+		}
+	}
+	return nil
 }
 
 // writer holds the lock on one output directory.

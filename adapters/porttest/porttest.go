@@ -326,6 +326,26 @@ func EvidenceStore(t *testing.T, newSubject Factory) {
 		is.Equal(s.List("out"), []string{".writer.lock", "other"})
 	})
 
+	t.Run("nothing is created inside an existing run or pending directory", func(t *testing.T) {
+		for _, name := range ports.RunFileNames() {
+			for _, out := range []string{"runs/r1", "runs/r1/deeper"} {
+				is := is.New(t)
+				s := newSubject(t, map[string]string{"runs/r1/" + name: "{}"})
+				_, err := s.Evidence.OpenWriter(out)
+				is.True(errors.Is(err, ports.ErrInsideEvidence)) // a run holding name
+				is.Equal(s.List("runs/r1"), []string{name})      // nothing added to it
+			}
+		}
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"runs/.pending-x/": ""})
+		_, err := s.Evidence.OpenWriter("runs/.pending-x/out")
+		is.True(errors.Is(err, ports.ErrInsideEvidence))
+		is.Equal(s.List("runs/.pending-x"), []string{})
+		_, err = s.Evidence.OpenWriter("runs/.pending-new")
+		is.True(errors.Is(err, ports.ErrInsideEvidence)) // a pending name is never created
+		is.Equal(s.List("runs"), []string{".pending-x"})
+	})
+
 	t.Run("an output path under a file is refused", func(t *testing.T) {
 		is := is.New(t)
 		s := newSubject(t, map[string]string{"out": "x"})
