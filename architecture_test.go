@@ -19,7 +19,9 @@ const module = "github.com/metricproof/metricproof"
 
 // layers says what each top-level folder's packages may import, in the
 // manner of Go's own src/go/build/deps_test.go. Dependencies point inward:
-// adapters → ports → domain; app → ports, domain; cmd wires everything.
+// driven adapters → ports; app → ports, domain; the driving adapters (the
+// transports) → app; cmd wires everything. ports holds only interfaces
+// and the standard library's types; contracts only embeds its files.
 // Imports of a package's own layer (its subpackages) are allowed except
 // where noted; the standard library is allowed except the I/O the domain
 // must never do.
@@ -34,13 +36,31 @@ type layer struct {
 
 func layers() map[string]layer {
 	return map[string]layer{
-		"":         {},
-		"domain":   {internal: []string{"domain"}, external: []string{"github.com/cockroachdb/apd/v3"}},
-		"ports":    {internal: []string{"domain"}},
-		"app":      {internal: []string{"domain", "ports"}},
-		"adapters": {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/spf13/afero", "golang.org/x/sys/unix", "github.com/matryer/is"}},
-		"cmd":      {anything: true},
+		"":          {},
+		"domain":    {internal: []string{"domain"}, external: []string{"github.com/cockroachdb/apd/v3"}},
+		"ports":     {},
+		"app":       {internal: []string{"domain", "ports"}},
+		"adapters":  {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/spf13/afero", "golang.org/x/sys/unix", "github.com/matryer/is"}},
+		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk"}},
+		"contracts": {},
+		"cmd":       {anything: true},
 	}
+}
+
+// drivingAdapters are the transports: they drive the app, so they may
+// import it (the driven adapters never do), and never one another.
+func drivingAdapters() []string {
+	return []string{module + "/adapters/stdio", module + "/adapters/mcp"}
+}
+
+// layerOf names the row of the table a package's folder belongs to.
+func layerOf(top, pkg string) string {
+	for _, d := range drivingAdapters() {
+		if pkg == d || strings.HasPrefix(pkg, d+"/") {
+			return "driving"
+		}
+	}
+	return top
 }
 
 // pureDomain lists standard packages the domain may not import: files,
@@ -51,6 +71,7 @@ func pureDomain() []string {
 
 // check reports whether a package in folder top may import imp.
 func check(top, pkg, imp string) error {
+	top = layerOf(top, pkg)
 	l, ok := layers()[top]
 	if !ok {
 		return fmt.Errorf("%s: folder %q is not in the layer table; add it to ARCHITECTURE.md and layers()", pkg, top)
@@ -63,7 +84,7 @@ func check(top, pkg, imp string) error {
 		if !slices.Contains(l.internal, target) {
 			return fmt.Errorf("%s imports %s: %s may not depend on %s", pkg, imp, top, target)
 		}
-		if top == "adapters" && target == "adapters" && !strings.HasPrefix(rest, "adapters/internal/") && !strings.HasSuffix(pkg, "/porttest") {
+		if (top == "adapters" || top == "driving") && target == "adapters" && !strings.HasPrefix(rest, "adapters/internal/") && !strings.HasSuffix(pkg, "/porttest") {
 			return fmt.Errorf("%s imports %s: adapters never import each other", pkg, imp)
 		}
 		return nil
@@ -134,6 +155,14 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"domain", module + "/domain", "github.com/spf13/afero"},
 		{"domain", module + "/domain", module + "/ports"},
 		{"ports", module + "/ports", module + "/app"},
+		{"ports", module + "/ports", module + "/domain"},
+		{"adapters", module + "/adapters/stdio", module + "/adapters/mcp"},
+		{"adapters", module + "/adapters/mcp", module + "/adapters/stdio"},
+		{"adapters", module + "/adapters/mcp", module + "/adapters/osfs"},
+		{"adapters", module + "/adapters/osfs", "github.com/modelcontextprotocol/go-sdk/mcp"},
+		{"adapters", module + "/adapters/memfs", module + "/contracts"},
+		{"app", module + "/app", module + "/contracts"},
+		{"contracts", module + "/contracts", module + "/domain"},
 		{"ports", module + "/ports", module + "/adapters/osfs"},
 		{"app", module + "/app", module + "/adapters/osfs"},
 		{"app", module + "/app", "github.com/spf13/afero"},
@@ -153,6 +182,10 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/osfs", module + "/adapters/internal/bounded"},
 		{"adapters", module + "/adapters/porttest", module + "/adapters/memfs"},
 		{"cmd", module + "/cmd/tool-runner", module + "/adapters/osfs"},
+		{"adapters", module + "/adapters/stdio", module + "/app"},
+		{"adapters", module + "/adapters/mcp", module + "/app"},
+		{"adapters", module + "/adapters/mcp", module + "/contracts"},
+		{"adapters", module + "/adapters/mcp", "github.com/modelcontextprotocol/go-sdk/mcp"},
 	} {
 		if err := check(ok.top, ok.pkg, ok.imp); err != nil {
 			t.Errorf("wrongly refused: %v", err)

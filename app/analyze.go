@@ -1,156 +1,119 @@
 package app
 
 import (
+	"context"
 	"path"
-	"strings"
 
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
 
-// protectedFolders are the workspace folders the output directory may not
-// equal, contain or sit inside: the sources, the repository and the
-// engine's own code.
-func protectedFolders() []string {
-	return []string{"data", "contracts", ".git", "domain", "ports", "adapters", "app", "cmd", "src"}
+// committedRun is what a successful analyze made: the run's ID, its
+// result (analyze's response result, the JSON value of result.json), the
+// paths of its files, and the SHA256 of result.json for the ledger.
+type committedRun struct {
+	id           string
+	result       domain.Result
+	artifacts    Artifacts
+	resultSHA256 string
 }
 
-// within reports whether the clean relative path p is base or inside it,
-// comparing whole components.
-func within(p, base string) bool {
-	return base == "." || p == base || len(p) > len(base) && p[:len(base)] == base && p[len(base)] == '/'
-}
-
-// outputLocation resolves the operator's output directory, which must lie
-// inside the workspace (SPEC §1) whichever tool runs. For analyze, write
-// applies the write boundary of SPEC §6 too: not the workspace itself,
-// clear of the protected folders (wherever their own symlinks lead), and
-// not inside existing evidence. Last, what exists there must be a
-// directory.
-func (s *service) outputLocation(write bool) (ports.Location, *Error) {
-	out, err := s.p.Paths.Resolve(s.outputDir)
-	if err != nil {
-		return ports.Location{}, classify(resolvingOutput, "", err)
-	}
-	if write {
-		if out.Rel == "." {
-			return ports.Location{}, fail(PathBoundary, "the output directory may not be the workspace itself")
-		}
-		for _, name := range protectedFolders() {
-			folder, err := s.p.Paths.Resolve(name)
-			if err != nil {
-				continue // a protected folder that leads outside cannot hold out
-			}
-			if within(out.Rel, folder.Rel) || within(folder.Rel, out.Rel) {
-				return ports.Location{}, fail(PathBoundary, "the output directory may not equal, contain or sit inside %s", name)
-			}
-		}
-		if e := s.clearOfEvidence(out.Rel); e != nil {
-			return ports.Location{}, e
-		}
-	}
-	if out.Exists && !out.Dir {
-		return ports.Location{}, fail(InvalidOutput, "the output directory exists and is not a directory")
-	}
-	return out, nil
-}
-
-// clearOfEvidence refuses an output directory that is, or sits inside, a
-// run directory or a pending directory: writing there would add entries to
-// evidence, which would then never verify again.
-func (s *service) clearOfEvidence(rel string) *Error {
-	parts := strings.Split(rel, "/")
-	for i := range parts {
-		if strings.HasPrefix(parts[i], ports.PendingPrefix) {
-			return fail(PathBoundary, "the output directory may not be or sit inside a pending directory")
-		}
-		dir := path.Join(parts[:i+1]...)
-		for _, name := range ports.RunFileNames() {
-			if loc, err := s.p.Paths.Resolve(path.Join(dir, name)); err == nil && loc.Exists {
-				return fail(PathBoundary, "the output directory may not be or sit inside a run directory")
-			}
-		}
-	}
-	return nil
-}
-
-// AnalyzeResult is a committed run: the result (analyze's response result,
-// the JSON value of result.json) and the paths of its three files.
-type AnalyzeResult struct {
-	Result    domain.Result
-	Artifacts Artifacts
-}
-
-// Analyze computes the result over sources whose digest must equal
-// expectedDigest and commits it, with its receipt and checksums, as the run
-// directory O/runID: all three files or nothing, never over existing
-// evidence.
-func (s *service) Analyze(runID, expectedDigest string) (AnalyzeResult, *Error) {
-	if e := s.checkCancel("before work"); e != nil {
-		return AnalyzeResult{}, e
+// analyze computes the result over sources whose digest must equal
+// expectedDigest and commits it, with its receipt and checksums (and its
+// attestation when a signing key is given), as the run directory
+// O/runID: all files or nothing, never over existing evidence.
+func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (committedRun, *Error) {
+	if e := s.checkCancel(ctx, "before work"); e != nil {
+		return committedRun{}, e
 	}
 	out, e := s.outputLocation(true)
 	if e != nil {
-		return AnalyzeResult{}, e
+		return committedRun{}, e
 	}
-	snap, e := s.readSources(readingSource)
-	if e != nil {
-		return AnalyzeResult{}, e
+	snap, err := s.readSources()
+	if err != nil {
+		return committedRun{}, classify(readingSource, fileOf(err), err)
 	}
-	_, result, e := compute(snap)
-	if e != nil {
-		return AnalyzeResult{}, e
+	_, result, err := compute(snap)
+	if err != nil {
+		return committedRun{}, classify(readingSource, "", err)
 	}
 	if snap.digest != expectedDigest {
-		return AnalyzeResult{}, fail(StaleContext, "the sources' digest is not the expected one; run inspect_inputs again and pass the digest it returns")
+		return committedRun{}, classify(comparingDigest, "", found("the sources' digest is not the expected one; run inspect_inputs again and pass the digest it returns"))
 	}
-	files, e := s.runFiles(runID, snap, result)
+	files, e := s.encodeRun(runID, snap, result)
 	if e != nil {
-		return AnalyzeResult{}, e
+		return committedRun{}, e
 	}
-	if e := s.checkCancel("before writes"); e != nil {
-		return AnalyzeResult{}, e
+	if e := s.checkCancel(ctx, "before writes"); e != nil {
+		return committedRun{}, e
 	}
-	if e := s.commit(out.Rel, runID, snap.digest, files); e != nil {
-		return AnalyzeResult{}, e
+	if e := s.commit(ctx, out.Rel, runID, snap.digest, files); e != nil {
+		return committedRun{}, e
 	}
 	dir := path.Join(out.Rel, runID)
-	return AnalyzeResult{Result: result, Artifacts: Artifacts{
+	run := committedRun{id: runID, result: result, resultSHA256: domain.SHA256Hex(files[0].Data), artifacts: Artifacts{
 		Result:    path.Join(dir, ResultFile),
 		Receipt:   path.Join(dir, ReceiptFile),
 		Checksums: path.Join(dir, ChecksumsFile),
-	}}, nil
+	}}
+	if len(files) > 3 {
+		run.artifacts.Attestation = path.Join(dir, AttestationFile)
+	}
+	return run, nil
 }
 
-// runFiles encodes result.json, receipt.json and checksums.json.
-func (s *service) runFiles(runID string, snap snapshot, result domain.Result) ([]ports.File, *Error) {
+// encodeRun encodes the files of a run, in the order they are written:
+// result.json, receipt.json, checksums.json, and attestation.json when a
+// signing key is given.
+func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) ([]ports.File, *Error) {
 	engine, err := s.p.Engine.Identity()
 	if err != nil {
 		return nil, classify(identifyingEngine, "", err)
 	}
-	resultBytes, err := saved(result)
+	resultBytes, err := encodeSaved(result)
 	if err != nil {
-		return nil, fail(InternalError, "the result could not be encoded")
+		return nil, classify(encodingRun, "result", err)
 	}
-	receiptBytes, err := saved(newReceipt(runID, snap, engine, resultBytes, s.p.Clock.Now()))
+	receipt := newReceipt(runID, snap, engine, resultBytes, s.p.Clock.Now())
+	if s.signingKey != nil {
+		receipt.Signer = signerOf(s.signingKey)
+	}
+	receiptBytes, err := encodeSaved(receipt)
 	if err != nil {
-		return nil, fail(InternalError, "the receipt could not be encoded")
+		return nil, classify(encodingRun, "receipt", err)
 	}
-	checksumBytes, err := saved(Checksums{Receipt: domain.SHA256Hex(receiptBytes), Result: domain.SHA256Hex(resultBytes)})
+	checksumBytes, err := encodeSaved(Checksums{Receipt: domain.SHA256Hex(receiptBytes), Result: domain.SHA256Hex(resultBytes)})
 	if err != nil {
-		return nil, fail(InternalError, "the checksums could not be encoded")
+		return nil, classify(encodingRun, "checksums", err)
 	}
-	return []ports.File{
+	files := []ports.File{
 		{Name: ResultFile, Data: resultBytes},
 		{Name: ReceiptFile, Data: receiptBytes},
 		{Name: ChecksumsFile, Data: checksumBytes},
-	}, nil
+	}
+	if s.signingKey != nil {
+		attestation, err := attest(s.signingKey, receiptBytes, resultBytes)
+		if err != nil {
+			return nil, classify(encodingRun, "attestation", err)
+		}
+		files = append(files, ports.File{Name: AttestationFile, Data: attestation})
+	}
+	return files, nil
 }
 
 // commit writes the run under the writer lock: collision check, staged and
 // synced files, sources and cancel marker re-checked, then the no-replace
-// rename. Whatever fails, the writer's Close removes what it staged.
-func (s *service) commit(dir, runID, digest string, files []ports.File) (e *Error) {
+// rename. Whatever fails, the writer's Close removes what it staged. One
+// commit of this service runs at a time: the writer lock excludes other
+// processes, and would refuse another call of this one as OUTPUT_BUSY.
+func (s *Service) commit(ctx context.Context, dir, runID, digest string, files []ports.File) (e *Error) {
+	select {
+	case s.commits <- struct{}{}:
+		defer func() { <-s.commits }()
+	case <-ctx.Done():
+		return s.checkCancel(ctx, "while waiting for another analyze of this server")
+	}
 	runPath := path.Join(dir, runID)
 	w, err := s.p.Evidence.OpenWriter(dir)
 	if err != nil {
@@ -173,14 +136,14 @@ func (s *service) commit(dir, runID, digest string, files []ports.File) (e *Erro
 	if err := w.Stage(files); err != nil {
 		return classify(writingRun, dir, err)
 	}
-	again, e := s.readSources(rereadingSource)
-	if e != nil {
-		return e
+	again, err := s.readSources()
+	if err != nil {
+		return classify(rereadingSource, fileOf(err), err)
 	}
 	if again.digest != digest {
-		return fail(StaleContext, "the sources changed while the run was being written; nothing was committed: inspect again")
+		return classify(rereadingSource, "", found("the sources changed while the run was being written; nothing was committed: inspect again"))
 	}
-	if e := s.checkCancel("before the commit"); e != nil {
+	if e := s.checkCancel(ctx, "before the commit"); e != nil {
 		return e
 	}
 	if err := w.Commit(runID); err != nil {

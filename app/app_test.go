@@ -2,6 +2,8 @@ package app_test
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"crypto/sha256"
 	"encoding/json"
 	"flag"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -23,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 func TestEveryCodeHasItsStatusExitAndRetryability(t *testing.T) {
 	is := is.New(t)
 	codes := app.Codes()
-	is.Equal(len(codes), 26) // the closed set of the seed's list
+	is.Equal(len(codes), 28) // the closed set: the seed's 26, SIGNATURE_INVALID and LEDGER_TAMPERED
 	seen := map[app.Code]bool{}
 	for _, c := range codes {
 		is.True(!seen[c]) // no code twice
@@ -83,26 +86,31 @@ func TestOptionsAreDecidedBeforeTheRequest(t *testing.T) {
 
 func TestOptionFormsAreAccepted(t *testing.T) {
 	is := is.New(t)
-	o, e := app.ParseOptions([]string{"--workspace=ws", "--output-dir", "runs", "--cancel-file=stop"})
+	o, e := app.ParseOptions(app.OneShot, []string{"--workspace=ws", "--output-dir", "runs", "--cancel-file=stop", "--ledger", "l", "--signing-key=k", "--trusted-key", "p"})
 	is.True(e == nil)
-	is.Equal(o, app.Options{Workspace: "ws", OutputDir: "runs", CancelFile: "stop"})
-	o, e = app.ParseOptions([]string{"--help"})
+	is.Equal(o, app.Options{Workspace: "ws", OutputDir: "runs", CancelFile: "stop", Ledger: "l", SigningKey: "k", TrustedKey: "p"})
+	o, e = app.ParseOptions(app.OneShot, []string{"--help"})
 	is.True(e == nil)
 	is.True(o.Help)
 }
 
 func TestHelpPrintsUsageAndExitsZero(t *testing.T) {
 	is := is.New(t)
-	r := app.Runner{
-		Open: func(app.Options) (app.Ports, error) {
-			t.Fatal("help must not open the workspace")
-			return app.Ports{}, nil
-		},
-		Read: func(int) ([]byte, bool, error) { t.Fatal("help must not read stdin"); return nil, false, nil },
-	}.Run([]string{"--help"})
-	is.Equal(r.Exit, 0)
-	is.True(bytes.HasPrefix(r.Line, []byte("usage: tool-runner")))
+	var out bytes.Buffer
+	wire := func(app.Options) (app.Ports, io.Closer, error) {
+		t.Fatal("help must not open the workspace")
+		return app.Ports{}, nil, nil
+	}
+	stdin := readerFunc(func([]byte) (int, error) { t.Fatal("help must not read stdin"); return 0, nil })
+	exit := stdio.Run(context.Background(), []string{"--help"}, stdin, &out, wire)
+	is.Equal(exit, 0)
+	is.True(bytes.HasPrefix(out.Bytes(), []byte("usage: tool-runner")))
 }
+
+// readerFunc is an io.Reader made of a function.
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 // The envelope's keys come in the order of SPEC §3.
 func TestEnvelopeKeysComeInOrder(t *testing.T) {
@@ -211,14 +219,14 @@ func TestTwoRunsOfTheSameSourcesSaveIdenticalResults(t *testing.T) {
 
 func TestVerifyChecksAreDeclaredInSpecOrder(t *testing.T) {
 	is := is.New(t)
-	is.Equal(app.Checks(), []string{"run_present", "saved_files_valid", "receipt_bound", "result_bound", "sources_unchanged", "engine_unchanged", "result_recomputed"})
+	is.Equal(app.Checks(), []string{"run_present", "saved_files_valid", "receipt_bound", "result_bound", "signature_valid", "sources_unchanged", "engine_unchanged", "result_recomputed"})
 	m := newMem(t, shippedFixture(t))
 	is.Equal(m.run(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
 	r := m.run(verifyReq("v1", "r1"), "--workspace", wsRoot, "--output-dir", "runs")
 	is.Equal(r.Exit, 0)
 	var res app.VerifyResult
 	is.NoErr(json.Unmarshal(r.Body.Result, &res))
-	is.Equal(res.Checks, app.Checks()) // every check ran, in order
+	is.Equal(res.Checks, []string{"run_present", "saved_files_valid", "receipt_bound", "result_bound", "sources_unchanged", "engine_unchanged", "result_recomputed"}) // every check of an unsigned run ran, in order
 	is.Equal(res.Integrity, "verified")
 	is.Equal(res.HumanApproval, "not_granted")
 	is.Equal(res.ReleaseEligible, false)

@@ -1,7 +1,10 @@
 package app_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"errors"
 	"os"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/memfs"
 	"github.com/metricproof/metricproof/adapters/osfs"
 	"github.com/metricproof/metricproof/adapters/porttest"
+	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -45,18 +49,21 @@ func diskWorkspace(t *testing.T) string {
 	return dir
 }
 
-func diskRunner(t *testing.T, cancel ports.Canceller, request string) app.Runner {
-	return app.Runner{
-		Open: func(o app.Options) (app.Ports, error) {
-			ws, err := osfs.Open(o.Workspace)
-			if err != nil {
-				return app.Ports{}, err
-			}
-			t.Cleanup(func() { ws.Close() })
-			return app.Ports{Sources: ws, Paths: ws, Evidence: ws, Cancel: cancel,
-				Clock: porttest.FixedClock(fixedTime), Engine: fixedEngine()}, nil
-		},
-		Read: func(int) ([]byte, bool, error) { return []byte(request), false, nil },
+// diskRunner answers request over a workspace on the real disk, with the
+// given cancel marker.
+func diskRunner(t *testing.T, cancel ports.Canceller, request string) func(args ...string) response {
+	wire := func(o app.Options) (app.Ports, io.Closer, error) {
+		ws, err := osfs.Open(o.Workspace)
+		if err != nil {
+			return app.Ports{}, nil, err
+		}
+		return app.Ports{Sources: ws, Paths: ws, Evidence: ws, Ledger: ws, Cancel: cancel,
+			Clock: porttest.FixedClock(fixedTime), Engine: fixedEngine()}, ws, nil
+	}
+	return func(args ...string) response {
+		var out bytes.Buffer
+		exit := stdio.Run(context.Background(), args, strings.NewReader(request), &out, wire)
+		return decode(t, out.Bytes(), exit)
 	}
 }
 
@@ -69,13 +76,13 @@ func TestCancelAtEachCheckPointPreventsAnyCommit(t *testing.T) {
 		t.Run([]string{"", "before work", "before writes", "before the commit"}[point], func(t *testing.T) {
 			is := is.New(t)
 			ws := diskWorkspace(t)
-			digest := decode(t, diskRunner(t, &cancelOnCall{}, inspect("i1")).Run([]string{"--workspace", ws})).Body.Result
+			digest := diskRunner(t, &cancelOnCall{}, inspect("i1"))("--workspace", ws).Body.Result
 			var d struct {
 				SourceDigest string `json:"source_digest"`
 			}
 			is.NoErr(json.Unmarshal(digest, &d))
 			marker := &cancelOnCall{n: point}
-			r := decode(t, diskRunner(t, marker, analyzeReq("r1", d.SourceDigest)).Run([]string{"--workspace", ws, "--output-dir", "runs/out"}))
+			r := diskRunner(t, marker, analyzeReq("r1", d.SourceDigest))("--workspace", ws, "--output-dir", "runs/out")
 			is.Equal(r.Exit, 3)
 			is.Equal(r.Body.Status, "cancelled")
 			is.Equal(r.code(), "CANCELLED")
@@ -96,7 +103,7 @@ func TestCancelAtEachCheckPointPreventsAnyCommit(t *testing.T) {
 		ws := diskWorkspace(t)
 		m := newMem(t, shippedFixture(t))
 		marker := &cancelOnCall{}
-		r := decode(t, diskRunner(t, marker, analyzeReq("r1", m.digest())).Run([]string{"--workspace", ws, "--output-dir", "runs/out"}))
+		r := diskRunner(t, marker, analyzeReq("r1", m.digest()))("--workspace", ws, "--output-dir", "runs/out")
 		is.Equal(r.Exit, 0)
 		is.Equal(marker.calls, 3) // all three points were checked
 		entries, err := os.ReadDir(filepath.Join(ws, "runs", "out"))

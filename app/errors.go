@@ -12,7 +12,8 @@ import (
 // constants are all there are.
 type Code string
 
-// The error codes of protocol 1.0.
+// The error codes of protocol 1.0: the 26 of the seed, then
+// SIGNATURE_INVALID (SPEC §10) and LEDGER_TAMPERED (SPEC §11).
 const (
 	InvalidOptions     Code = "INVALID_OPTIONS"
 	RequestLimit       Code = "REQUEST_LIMIT"
@@ -40,31 +41,28 @@ const (
 	EngineChanged      Code = "ENGINE_CHANGED"
 	IOOrNumericError   Code = "IO_OR_NUMERIC_ERROR"
 	InternalError      Code = "INTERNAL_ERROR"
+	SignatureInvalid   Code = "SIGNATURE_INVALID"
+	LedgerTampered     Code = "LEDGER_TAMPERED"
 )
 
-// Codes returns every code, in the order of the seed's list.
+// Codes returns every code: the seed's list in its order, then the two
+// that signed evidence and the call ledger add.
 func Codes() []Code {
 	return []Code{InvalidOptions, RequestLimit, InvalidJSON, InvalidRequest, UnknownTool,
 		InvalidArguments, MissingContext, MissingWorkspace, PathBoundary, InvalidOutput,
 		Cancelled, MissingInput, InputLimit, InvalidData, InvalidDefinitions, StaleContext,
 		OutputBusy, OutputCollision, MissingResult, ReceiptTampered, ResultTampered,
-		InvalidSavedResult, StaleSources, EngineChanged, IOOrNumericError, InternalError}
+		InvalidSavedResult, StaleSources, EngineChanged, IOOrNumericError, InternalError,
+		SignatureInvalid, LedgerTampered}
 }
 
-// Wire facts of a code: the response status, the process exit status, and
-// whether the caller may simply retry.
-func (c Code) status() string {
+// Status is the response status of a call that failed with c: "cancelled"
+// for CANCELLED, "error" for every other code.
+func (c Code) Status() string {
 	if c == Cancelled {
 		return "cancelled"
 	}
 	return "error"
-}
-
-func (c Code) exit() int {
-	if c == Cancelled {
-		return 3
-	}
-	return 1
 }
 
 // Retryable reports whether a call that failed with c may succeed if
@@ -72,8 +70,8 @@ func (c Code) exit() int {
 func (c Code) Retryable() bool { return c == OutputBusy }
 
 // Error is a failure with its code and a message that is safe to show to
-// anyone: it never holds an absolute path, and nothing from a request or a
-// source but IDs that passed validation.
+// anyone: it never holds an absolute path, key bytes, or anything from a
+// request or a source but IDs that passed validation.
 type Error struct {
 	Code    Code
 	Message string
@@ -85,30 +83,102 @@ func fail(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// step names what the app was doing when a port or the domain failed; with
-// the error it decides the code.
+// finding is what a check found wrong by itself, with no port or domain
+// error behind it: a digest that differs, a receipt that names another
+// run. Its message is safe to show; the step that found it decides the
+// code in [classify].
+type finding struct{ msg string }
+
+func (f *finding) Error() string { return f.msg }
+
+func found(format string, args ...any) error {
+	return &finding{msg: fmt.Sprintf(format, args...)}
+}
+
+// step names what the app was doing when something failed; with the error
+// it decides the code.
 type step int
 
 const (
 	openingWorkspace step = iota
-	readingSource
-	rereadingSource // analyze's re-check before the commit, and verify's
+	readingSigningKey
+	readingTrustedKey
+	resolvingLedger
+	checkingLedger
+	appendingLedger
+	readingInput
 	resolvingOutput
 	checkingMarker
+	checkingCancel
+	readingSource
+	comparingDigest
+	rereadingSource // analyze's re-check before the commit
+	encodingRun
 	writingRun
-	readingRun
 	identifyingEngine
+	readingRun
+	// The checks of verify_result, in the order of [Checks].
+	checkingPresence
+	checkingShapes
+	bindingReceipt
+	bindingResult
+	checkingSignature
+	checkingSources
+	checkingEngine
+	recomputing
 )
 
-// classify is the one table from failures to codes. subject names the file
-// or directory involved, workspace-relative.
+// findingCodes gives the code of a finding, by the step that found it.
+func findingCodes() map[step]Code {
+	return map[step]Code{
+		readingSigningKey: InvalidOptions,
+		readingTrustedKey: InvalidOptions,
+		resolvingLedger:   PathBoundary,
+		checkingLedger:    LedgerTampered,
+		appendingLedger:   LedgerTampered,
+		resolvingOutput:   PathBoundary,
+		checkingCancel:    Cancelled,
+		comparingDigest:   StaleContext,
+		rereadingSource:   StaleContext,
+		checkingPresence:  MissingResult,
+		checkingShapes:    InvalidSavedResult,
+		bindingReceipt:    ReceiptTampered,
+		bindingResult:     ResultTampered,
+		checkingSignature: SignatureInvalid,
+		checkingSources:   StaleSources,
+		checkingEngine:    EngineChanged,
+		recomputing:       ResultTampered,
+	}
+}
+
+// classify is the one table from failures to codes: a finding takes the
+// code of the step that found it; a domain error its own; a port error the
+// code its step gives it. subject names the file or directory involved,
+// workspace-relative.
 func classify(s step, subject string, err error) *Error {
 	var (
+		f   *finding
 		de  *domain.DataError
 		le  *domain.LimitError
 		dfe *domain.DefinitionsError
 		ne  *domain.NumericError
 	)
+	if errors.As(err, &f) {
+		code, ok := findingCodes()[s]
+		if !ok {
+			return fail(InternalError, "unexpected failure")
+		}
+		return fail(code, "%s", f.msg)
+	}
+	domainErr := errors.As(err, &de) || errors.As(err, &le) || errors.As(err, &dfe) || errors.As(err, &ne)
+	if s == recomputing {
+		if !domainErr {
+			return fail(InternalError, "the recomputed result could not be encoded")
+		}
+		// The receipt's own source bytes, refused by the engine that made
+		// the run, which would have refused them too: the run is forged.
+		return fail(ResultTampered, "run %s is bound to sources this engine refuses (%s)", subject, classify(readingSource, fileOf(err), err).Message)
+	}
 	switch {
 	case errors.As(err, &de):
 		return fail(InvalidData, "%s", de.Error())
@@ -128,6 +198,62 @@ func classify(s step, subject string, err error) *Error {
 			return fail(MissingWorkspace, "the workspace is not a directory")
 		}
 		return fail(MissingWorkspace, "the workspace cannot be opened")
+	case readingSigningKey, readingTrustedKey:
+		option, want := "--signing-key", "an Ed25519 private key in PKCS#8 PEM (openssl genpkey -algorithm ed25519)"
+		if s == readingTrustedKey {
+			option, want = "--trusted-key", "an Ed25519 public key in SPKI PEM (openssl pkey -pubout)"
+		}
+		switch {
+		case errors.Is(err, ports.ErrMissing):
+			return fail(InvalidOptions, "the file of %s does not exist", option)
+		case errors.Is(err, ports.ErrNotRegular):
+			return fail(InvalidOptions, "the file of %s is not a regular file", option)
+		case errors.Is(err, ports.ErrKeyExposed):
+			return fail(InvalidOptions, "the file of %s grants access to group or others; make it private with chmod 600", option)
+		case errors.Is(err, ports.ErrKeyFormat):
+			return fail(InvalidOptions, "the file of %s is not %s", option, want)
+		}
+		return fail(InvalidOptions, "the file of %s could not be read%s", option, because(err))
+	case resolvingLedger:
+		switch {
+		case errors.Is(err, ports.ErrOutside):
+			return fail(PathBoundary, "the ledger resolves outside the workspace")
+		case errors.Is(err, ports.ErrNotDir), errors.Is(err, ports.ErrMissing):
+			return fail(InvalidOutput, "the ledger's directory does not exist; create it first")
+		case errors.Is(err, ports.ErrNotRegular):
+			return fail(InvalidOutput, "the ledger exists and is not a regular file")
+		}
+		return fail(IOOrNumericError, "the ledger could not be resolved%s", because(err))
+	case checkingLedger:
+		if errors.Is(err, ports.ErrMissing) {
+			return fail(InvalidOptions, "the ledger does not exist; the first call recorded in it creates it")
+		}
+		if errors.Is(err, ports.ErrNotRegular) {
+			return fail(InvalidOutput, "the ledger exists and is not a regular file")
+		}
+		return fail(IOOrNumericError, "the ledger could not be read%s; nothing was run", because(err))
+	case appendingLedger:
+		if errors.Is(err, ports.ErrBusy) {
+			return fail(IOOrNumericError, "the ledger stayed locked by another process for 10 s, so this call was not recorded")
+		}
+		return fail(IOOrNumericError, "recording the call in the ledger failed%s", because(err))
+	case readingInput:
+		return fail(IOOrNumericError, "standard input could not be read")
+	case resolvingOutput:
+		switch {
+		case errors.Is(err, errNotADirectory):
+			return fail(InvalidOutput, "%s", errNotADirectory.Error())
+		case errors.Is(err, ports.ErrOutside):
+			return fail(PathBoundary, "the output directory resolves outside the workspace")
+		case errors.Is(err, ports.ErrNotDir):
+			return fail(InvalidOutput, "the output directory's path runs through a file")
+		}
+		return fail(IOOrNumericError, "the output directory could not be resolved%s", because(err))
+	case checkingMarker:
+		if errors.Is(err, ports.ErrOutside) {
+			return fail(PathBoundary, "the cancel file resolves outside the workspace")
+		}
+		return fail(IOOrNumericError, "the cancel file could not be checked%s", because(err))
 	case readingSource, rereadingSource:
 		switch {
 		case errors.Is(err, ports.ErrMissing):
@@ -139,20 +265,9 @@ func classify(s step, subject string, err error) *Error {
 		case errors.Is(err, ports.ErrOutside):
 			return fail(PathBoundary, "%s resolves outside the workspace", subject)
 		}
-		return fail(IOOrNumericError, "%s could not be read", subject)
-	case resolvingOutput:
-		switch {
-		case errors.Is(err, ports.ErrOutside):
-			return fail(PathBoundary, "the output directory resolves outside the workspace")
-		case errors.Is(err, ports.ErrNotDir):
-			return fail(InvalidOutput, "the output directory's path runs through a file")
-		}
-		return fail(IOOrNumericError, "the output directory could not be resolved")
-	case checkingMarker:
-		if errors.Is(err, ports.ErrOutside) {
-			return fail(PathBoundary, "the cancel file resolves outside the workspace")
-		}
-		return fail(IOOrNumericError, "the cancel file could not be checked")
+		return fail(IOOrNumericError, "%s could not be read%s", subject, because(err))
+	case encodingRun:
+		return fail(InternalError, "the %s could not be encoded", subject)
 	case writingRun:
 		switch {
 		case errors.Is(err, ports.ErrBusy):
@@ -168,14 +283,59 @@ func classify(s step, subject string, err error) *Error {
 		case errors.Is(err, ports.ErrNoReplaceUnsupported):
 			return fail(IOOrNumericError, "the filesystem of %s cannot rename without replacing, so no commit is safe; nothing was committed", subject)
 		}
-		return fail(IOOrNumericError, "writing the run in %s failed; nothing was committed", subject)
-	case readingRun:
-		if errors.Is(err, ports.ErrOutside) {
+		return fail(IOOrNumericError, "writing the run in %s failed%s; nothing was committed", subject, because(err))
+	case identifyingEngine, checkingEngine:
+		return fail(IOOrNumericError, "the running engine could not be hashed")
+	case readingRun, checkingPresence, checkingShapes:
+		switch {
+		case errors.Is(err, ports.ErrOutside):
 			return fail(PathBoundary, "the run resolves outside the workspace")
+		case s == checkingPresence && errors.Is(err, ports.ErrMissing):
+			return fail(MissingResult, "run %s has no %s", subject, fileOf(err))
+		case s == checkingShapes && errors.Is(err, ports.ErrNotRegular):
+			return fail(InvalidSavedResult, "%s of run %s is not a regular file", fileOf(err), subject)
+		case s == checkingShapes && errors.Is(err, ports.ErrTooLarge):
+			return fail(InvalidSavedResult, "%s of run %s is larger than %d bytes", fileOf(err), subject, MaxSavedBytes)
 		}
 		return fail(IOOrNumericError, "the run %s could not be read", subject)
-	case identifyingEngine:
-		return fail(IOOrNumericError, "the running engine could not be hashed")
+	case checkingSources:
+		switch {
+		case errors.Is(err, ports.ErrMissing), errors.Is(err, ports.ErrNotRegular), errors.Is(err, ports.ErrTooLarge):
+			return fail(StaleSources, "the sources changed since run %s: %s", subject, classify(readingSource, fileOf(err), err).Message)
+		}
+		return classify(readingSource, fileOf(err), err)
 	}
 	return fail(InternalError, "unexpected failure")
+}
+
+// because names the cause of an I/O failure in words the operator can act
+// on, when the adapter recognised it: ", because: no space left on the
+// device". It never shows an OS error's own text, which may hold a path.
+func because(err error) string {
+	for _, cause := range ports.IOCauses() {
+		if errors.Is(err, cause) {
+			return " (" + cause.Error() + ")"
+		}
+	}
+	return ""
+}
+
+// inFile ties a port error to the name of the file it is about, so the
+// message can name it.
+type inFile struct {
+	name string
+	err  error
+}
+
+func (e *inFile) Error() string { return e.name + ": " + e.err.Error() }
+func (e *inFile) Unwrap() error { return e.err }
+
+func about(name string, err error) error { return &inFile{name: name, err: err} }
+
+func fileOf(err error) string {
+	var f *inFile
+	if errors.As(err, &f) {
+		return f.name
+	}
+	return ""
 }

@@ -1,7 +1,10 @@
 package app_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/memfs"
 	"github.com/metricproof/metricproof/adapters/porttest"
+	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -80,26 +84,27 @@ func (m *memWorkspace) ports(o app.Options) app.Ports {
 		cancel = m.ws.Marker(o.CancelFile)
 	}
 	return app.Ports{
-		Sources: m.ws, Paths: m.ws, Evidence: m.ws, Cancel: cancel,
+		Sources: m.ws, Paths: m.ws, Evidence: m.ws, Ledger: m.ws, Cancel: cancel,
 		Clock: porttest.FixedClock(fixedTime), Engine: m.engine,
 	}
 }
 
-// run answers one request with the given arguments.
+// wire is the in-memory composition root: the workspace exists only at
+// wsRoot.
+func (m *memWorkspace) wire(o app.Options) (app.Ports, io.Closer, error) {
+	if o.Workspace != wsRoot {
+		return app.Ports{}, nil, ports.ErrMissing
+	}
+	return m.ports(o), nil, nil
+}
+
+// run answers one request with the given arguments, through the one-shot
+// transport.
 func (m *memWorkspace) run(request string, args ...string) response {
 	m.t.Helper()
-	r := app.Runner{
-		Open: func(o app.Options) (app.Ports, error) {
-			if o.Workspace != wsRoot {
-				return app.Ports{}, ports.ErrMissing
-			}
-			return m.ports(o), nil
-		},
-		Read: func(limit int) ([]byte, bool, error) {
-			return []byte(request), len([]rune(request)) > limit, nil
-		},
-	}
-	return decode(m.t, r.Run(args))
+	var out bytes.Buffer
+	exit := stdio.Run(context.Background(), args, strings.NewReader(request), &out, m.wire)
+	return decode(m.t, out.Bytes(), exit)
 }
 
 func (m *memWorkspace) read(rel string) []byte {
@@ -143,11 +148,11 @@ func (r response) code() string {
 	return r.Body.Error.Code
 }
 
-func decode(t *testing.T, reply app.Reply) response {
+func decode(t *testing.T, line []byte, exit int) response {
 	t.Helper()
-	r := response{Raw: string(reply.Line), Exit: reply.Exit}
-	if err := json.Unmarshal(reply.Line, &r.Body); err != nil {
-		t.Fatalf("reply is not JSON: %v: %q", err, reply.Line)
+	r := response{Raw: string(line), Exit: exit}
+	if err := json.Unmarshal(line, &r.Body); err != nil {
+		t.Fatalf("reply is not JSON: %v: %q", err, line)
 	}
 	return r
 }

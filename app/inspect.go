@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+
 	"github.com/metricproof/metricproof/domain"
 )
 
@@ -13,13 +15,14 @@ type snapshot struct {
 }
 
 // readSources reads the four sources in their fixed order, each within the
-// size limit and the workspace; the first fault is the answer.
-func (s *service) readSources(st step) (snapshot, *Error) {
+// size limit and the workspace; the first fault is the answer. The error
+// names the file it is about.
+func (s *Service) readSources() (snapshot, error) {
 	files := make(map[string][]byte, 4)
 	for _, name := range domain.SourceNames() {
 		data, err := s.p.Sources.ReadSource(name, domain.MaxSourceBytes)
 		if err != nil {
-			return snapshot{}, classify(st, name, err)
+			return snapshot{}, about(name, err)
 		}
 		files[name] = data
 	}
@@ -27,15 +30,16 @@ func (s *service) readSources(st step) (snapshot, *Error) {
 	return snapshot{files: files, hashes: hashes, digest: hashes.Digest()}, nil
 }
 
-// compute validates a snapshot and runs the calculation.
-func compute(snap snapshot) (domain.Inputs, domain.Result, *Error) {
+// compute validates a snapshot and runs the calculation. Its only errors
+// are the domain's.
+func compute(snap snapshot) (domain.Inputs, domain.Result, error) {
 	in, err := domain.ParseSources(snap.files)
 	if err != nil {
-		return domain.Inputs{}, domain.Result{}, classify(readingSource, "", err)
+		return domain.Inputs{}, domain.Result{}, err
 	}
 	r, err := domain.Compute(in, snap.digest)
 	if err != nil {
-		return domain.Inputs{}, domain.Result{}, classify(readingSource, "", err)
+		return domain.Inputs{}, domain.Result{}, err
 	}
 	return in, r, nil
 }
@@ -56,24 +60,24 @@ type RowCounts struct {
 	Transactions int `json:"transactions"`
 }
 
-// Inspect reads and validates the sources and reports their digest and the
+// inspect reads and validates the sources and reports their digest and the
 // release blockers. It writes nothing.
-func (s *service) Inspect() (InspectResult, *Error) {
-	if e := s.checkCancel("before work"); e != nil {
+func (s *Service) inspect(ctx context.Context) (InspectResult, *Error) {
+	if e := s.checkCancel(ctx, "before work"); e != nil {
 		return InspectResult{}, e
 	}
-	if s.outputDir != "" {
+	if s.opts.OutputDir != "" {
 		if _, e := s.outputLocation(false); e != nil {
 			return InspectResult{}, e
 		}
 	}
-	snap, e := s.readSources(readingSource)
-	if e != nil {
-		return InspectResult{}, e
+	snap, err := s.readSources()
+	if err != nil {
+		return InspectResult{}, classify(readingSource, fileOf(err), err)
 	}
-	in, r, e := compute(snap)
-	if e != nil {
-		return InspectResult{}, e
+	in, r, err := compute(snap)
+	if err != nil {
+		return InspectResult{}, classify(readingSource, "", err)
 	}
 	return InspectResult{
 		SourceDigest: snap.digest,

@@ -5,7 +5,8 @@ import (
 )
 
 // Options are the operator's choices, given on the command line. Paths are
-// the operator's and never a request's.
+// the operator's and never a request's. Both transports parse them with
+// [ParseOptions], so one rule holds for both.
 type Options struct {
 	// Workspace is the directory holding the sources.
 	Workspace string
@@ -13,36 +14,45 @@ type Options struct {
 	OutputDir string
 	// CancelFile is the cancel marker's path; empty when not given.
 	CancelFile string
+	// Ledger is the call ledger's path; empty when not given.
+	Ledger string
+	// SigningKey and TrustedKey are the paths of the operator's Ed25519
+	// private and public key; empty when not given. They may lie anywhere.
+	SigningKey string
+	TrustedKey string
 	// Help asks for the usage text.
 	Help bool
 }
 
-// Usage is what --help prints.
-const Usage = `usage: tool-runner --workspace W [--output-dir O] [--cancel-file F]
+// Command names a command of tool-runner, for its option rules.
+type Command int
 
-Reads one JSON request on standard input until EOF and writes exactly one
-compact JSON response line on standard output (protocol 1.0).
+// The commands of tool-runner (SPEC §1).
+const (
+	// OneShot answers one call over standard input and output.
+	OneShot Command = iota
+	// MCP serves the tools over MCP: "tool-runner mcp …".
+	MCP
+	// LedgerCheck checks the call ledger: "tool-runner ledger …".
+	LedgerCheck
+)
 
-  --workspace W     the directory holding data/ and contracts/ (required)
-  --output-dir O    where analyze commits runs and verify_result reads them;
-                    workspace-relative or absolute, inside W
-  --cancel-file F   a marker path inside W; when it exists the call stops
-  --help            print this text and exit 0
-
-Tools: inspect_inputs {}, analyze {"expected_source_digest"}, verify_result {"run_id"}.
-Exit status: 0 success, 1 handled error, 3 cancelled.
-`
-
-// ParseOptions parses the command-line arguments. Unknown, repeated or
-// malformed options, empty values, values starting with "--" and
-// positional arguments are INVALID_OPTIONS; a missing --workspace is MISSING_WORKSPACE. Messages name
-// the argument's position, never its text, which may hold a path.
-func ParseOptions(args []string) (Options, *Error) {
+// ParseOptions parses the command-line arguments of cmd, without the
+// command's word. Unknown, repeated or malformed options, an option the
+// command does not take, empty values, values starting with "--" and
+// positional arguments are INVALID_OPTIONS; a missing --workspace is
+// MISSING_WORKSPACE. Messages name the argument's position on the whole
+// command line, never its text, which may hold a path.
+func ParseOptions(cmd Command, args []string) (Options, *Error) {
 	var o Options
+	first := 1 // the position of args[0] on the command line
+	if cmd != OneShot {
+		first = 2
+	}
 	seen := map[string]bool{}
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
-		pos := i + 1
+		pos := first + i
 		if arg == "--help" {
 			if seen[arg] {
 				return Options{}, fail(InvalidOptions, "argument %d repeats --help", pos)
@@ -60,11 +70,20 @@ func ParseOptions(args []string) (Options, *Error) {
 			dst = &o.OutputDir
 		case "--cancel-file":
 			dst = &o.CancelFile
+		case "--ledger":
+			dst = &o.Ledger
+		case "--signing-key":
+			dst = &o.SigningKey
+		case "--trusted-key":
+			dst = &o.TrustedKey
 		default:
 			if strings.HasPrefix(arg, "-") {
 				return Options{}, fail(InvalidOptions, "argument %d is not a known option; see --help", pos)
 			}
 			return Options{}, fail(InvalidOptions, "argument %d is a positional argument; tool-runner takes none", pos)
+		}
+		if cmd == LedgerCheck && name != "--workspace" && name != "--ledger" {
+			return Options{}, fail(InvalidOptions, "argument %d is an option that tool-runner ledger does not take; it takes --workspace and --ledger", pos)
 		}
 		if seen[name] {
 			return Options{}, fail(InvalidOptions, "argument %d repeats %s", pos, name)
@@ -86,11 +105,13 @@ func ParseOptions(args []string) (Options, *Error) {
 		}
 		*dst = value
 	}
-	if o.Help {
+	switch {
+	case o.Help:
 		return o, nil
-	}
-	if o.Workspace == "" {
+	case o.Workspace == "":
 		return Options{}, fail(MissingWorkspace, "--workspace is required")
+	case cmd == LedgerCheck && o.Ledger == "":
+		return Options{}, fail(InvalidOptions, "--ledger is required")
 	}
 	return o, nil
 }

@@ -11,15 +11,17 @@ import (
 )
 
 // The files of a run directory, in the order analyze writes them and
-// verify_result reads them.
+// verify_result reads them (SPEC §6, §10).
 const (
-	ResultFile    = ports.ResultFile
-	ReceiptFile   = ports.ReceiptFile
-	ChecksumsFile = ports.ChecksumsFile
+	ResultFile      = ports.ResultFile
+	ReceiptFile     = ports.ReceiptFile
+	ChecksumsFile   = ports.ChecksumsFile
+	AttestationFile = ports.AttestationFile
 )
 
-// runFiles returns the three file names of a run.
-func runFiles() []string { return []string{ResultFile, ReceiptFile, ChecksumsFile} }
+// savedFiles returns the names verify_result reads from a run: the three
+// every run holds, then the attestation a signed run holds.
+func savedFiles() []string { return []string{ResultFile, ReceiptFile, ChecksumsFile, AttestationFile} }
 
 // MaxSavedBytes is the read-back limit of each saved file.
 const MaxSavedBytes = 4 << 20
@@ -30,8 +32,8 @@ const MaxSavedBytes = 4 << 20
 // bytes, which is what makes result.json reproducible.
 const savedIndent = "  "
 
-// saved encodes v in the saved layout.
-func saved(v any) ([]byte, error) { return marshal(v, savedIndent) }
+// encodeSaved encodes v in the saved layout.
+func encodeSaved(v any) ([]byte, error) { return marshal(v, savedIndent) }
 
 // Receipt binds a run to its sources, engine and result.
 type Receipt struct {
@@ -44,6 +46,16 @@ type Receipt struct {
 	ResultSHA256    string            `json:"result_sha256"`
 	CreatedAt       string            `json:"created_at"`
 	Build           Build             `json:"build"`
+	// Signer names the key that signed the run; absent when unsigned.
+	Signer *Signer `json:"signer,omitempty"`
+}
+
+// Signer is the key of a signed run (SPEC §10).
+type Signer struct {
+	// KeyID is the lowercase hex SHA256 of the public key's SPKI DER.
+	KeyID string `json:"key_id"`
+	// PublicKey is the SPKI DER of the public key, standard base64.
+	PublicKey string `json:"public_key"`
 }
 
 // Build holds the engine's build facts; null where the build did not
@@ -104,7 +116,7 @@ func decodeShape(data []byte, v any) bool {
 	if dec.Decode(v) != nil {
 		return false
 	}
-	if canonical, err := saved(v); err == nil && bytes.Equal(canonical, data) {
+	if canonical, err := encodeSaved(v); err == nil && bytes.Equal(canonical, data) {
 		return true
 	}
 	got, err := strictjson.Parse(data)

@@ -1,6 +1,12 @@
 package app
 
 import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"io"
+	"sync"
+
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -9,100 +15,227 @@ type Ports struct {
 	Sources  ports.SourceReader
 	Paths    ports.PathResolver
 	Evidence ports.EvidenceStore
-	Cancel   ports.Canceller
-	Clock    ports.Clock
-	Engine   ports.Engine
+	// Ledger keeps the call ledger; needed only with --ledger.
+	Ledger ports.LedgerStore
+	// Keys reads the signing keys; needed only with --signing-key or
+	// --trusted-key.
+	Keys   ports.KeyReader
+	Cancel ports.Canceller
+	Clock  ports.Clock
+	Engine ports.Engine
 }
 
-// Runner answers one call of the stdio protocol: options in, one reply out.
-type Runner struct {
-	// Open wires the ports for the options' workspace. It reports
-	// ports.ErrMissing or ports.ErrNotDir when the workspace is not an
-	// existing directory.
-	Open func(Options) (Ports, error)
-	// Read reads the request from standard input, stopping with over set as
-	// soon as it passes limitChars characters.
-	Read func(limitChars int) (data []byte, over bool, err error)
+// Wire opens the adapters for the operator's options: the composition
+// root's one job. It reports ports.ErrMissing or ports.ErrNotDir when the
+// workspace is not an existing directory. The closer releases what it
+// opened.
+type Wire func(Options) (Ports, io.Closer, error)
+
+// Service runs the three tools over one set of ports for one operator's
+// options. A transport opens it once ([Open]), hands it every call
+// ([Service.Serve]), and closes it. It is safe for concurrent calls:
+// analyze commits of one service are serialized, since the writer lock
+// excludes other processes, and would refuse a second call of this one
+// as OUTPUT_BUSY.
+type Service struct {
+	p      Ports
+	closer io.Closer
+	opts   Options
+	// ledger is the ledger's resolved workspace-relative path; empty
+	// without --ledger.
+	ledger string
+	// signingKey signs every run analyze commits; trustedKey is the only
+	// key verify_result accepts. Either may be nil.
+	signingKey ed25519.PrivateKey
+	trustedKey ed25519.PublicKey
+	// commits admits one analyze commit at a time.
+	commits chan struct{}
+	// appends admits one ledger append at a time; flock excludes the other
+	// processes.
+	appends sync.Mutex
 }
 
-// Run parses the options (their faults are decided before any input is
-// read, so their request_id is null), opens the workspace, reads one
-// request under the limit, and answers it. A panic anywhere below becomes
-// INTERNAL_ERROR.
-func (r Runner) Run(args []string) (reply Reply) {
-	var h heard
+// Open wires the ports for the options and checks what every call needs
+// before standard input is read: the workspace (MISSING_WORKSPACE), the
+// keys (INVALID_OPTIONS), and the ledger's place (PATH_BOUNDARY,
+// INVALID_OUTPUT). Its faults are never recorded in the ledger.
+func Open(o Options, wire Wire) (s *Service, e *Error) {
 	defer func() {
 		if recover() != nil {
-			reply = failure(h, fail(InternalError, "the engine failed unexpectedly; nothing was committed by this failure"))
+			s, e = nil, fail(InternalError, "the engine failed unexpectedly while it started")
 		}
 	}()
-	opts, e := ParseOptions(args)
-	if e != nil {
-		return failure(h, e)
-	}
-	if opts.Help {
-		return Reply{Line: []byte(Usage), Exit: 0}
-	}
-	p, err := r.Open(opts)
+	p, closer, err := wire(o)
 	if err != nil {
-		return failure(h, classify(openingWorkspace, "", err))
+		return nil, classify(openingWorkspace, "", err)
 	}
-	data, over, err := r.Read(RequestLimitChars)
-	switch {
-	case err != nil:
-		return failure(h, fail(IOOrNumericError, "standard input could not be read"))
-	case over:
-		return failure(h, fail(RequestLimit, "the request is longer than %d characters", RequestLimitChars))
+	s = &Service{p: p, closer: closer, opts: o, commits: make(chan struct{}, 1)}
+	if e := s.readKeys(); e != nil {
+		s.Close()
+		return nil, e
 	}
-	req, h2, e := decodeRequest(data)
-	h = h2
+	if o.Ledger != "" {
+		rel, e := s.ledgerLocation()
+		if e != nil {
+			s.Close()
+			return nil, e
+		}
+		s.ledger = rel
+	}
+	return s, nil
+}
+
+// Close releases what Open opened.
+func (s *Service) Close() error {
+	if s.closer == nil {
+		return nil
+	}
+	return s.closer.Close()
+}
+
+// readKeys reads the signing and trusted keys the options name.
+func (s *Service) readKeys() *Error {
+	if s.opts.SigningKey != "" {
+		k, err := s.p.Keys.SigningKey(s.opts.SigningKey)
+		if err != nil {
+			return classify(readingSigningKey, "", err)
+		}
+		s.signingKey = k
+	}
+	if s.opts.TrustedKey != "" {
+		k, err := s.p.Keys.TrustedKey(s.opts.TrustedKey)
+		if err != nil {
+			return classify(readingTrustedKey, "", err)
+		}
+		s.trustedKey = k
+	}
+	return nil
+}
+
+// CheckPaths checks every operator path as the calls will: the output
+// directory against the write boundary, the cancel file and the ledger
+// inside theirs, and hashes the engine. The MCP server runs it at start,
+// so that a server that could answer no analyze does not start; each call
+// checks again.
+func (s *Service) CheckPaths() *Error {
+	if s.opts.OutputDir != "" {
+		if _, e := s.outputLocation(true); e != nil {
+			return e
+		}
+	}
+	if s.opts.CancelFile != "" {
+		if _, err := s.p.Cancel.Cancelled(); err != nil {
+			return classify(checkingMarker, "", err)
+		}
+	}
+	if s.ledger != "" {
+		if _, e := s.ledgerLocation(); e != nil {
+			return e
+		}
+	}
+	if _, err := s.p.Engine.Identity(); err != nil {
+		return classify(identifyingEngine, "", err)
+	}
+	return nil
+}
+
+// Serve answers one call: the ledger's pre-check, the request checks of
+// SPEC §2 (and §9 over MCP), the tool, and the ledger's record, appended
+// before the answer is returned. Every path, a recovered panic included,
+// ends in exactly one Answer.
+func (s *Service) Serve(ctx context.Context, in Input) (a Answer) {
+	defer func() {
+		if recover() != nil {
+			a = refused(call{}, fail(InternalError, "the engine failed unexpectedly; nothing was committed by this failure")).answer()
+		}
+	}()
+	o, recordable := s.decide(ctx, in)
+	a = o.answer()
+	if s.ledger == "" || !recordable {
+		return a
+	}
+	return s.record(in, o, a)
+}
+
+// decide runs a call to its outcome. recordable is false for the answers
+// the ledger cannot hold: a ledger that failed its pre-check.
+func (s *Service) decide(ctx context.Context, in Input) (o outcome, recordable bool) {
+	var c call
+	defer func() {
+		if recover() != nil {
+			o, recordable = refused(c, fail(InternalError, "the engine failed unexpectedly; nothing was committed by this failure")), true
+		}
+	}()
+	if in.Transport == MCPCalls {
+		c = mcpCall(in.Tool, in.Data, s.newCallID)
+	}
+	if e := s.CheckLedger(); e != nil {
+		return refused(c, e), false
+	}
+	var e *Error
+	switch in.Transport {
+	case Stdio:
+		switch in.Short {
+		case OverLimit:
+			return refused(c, fail(RequestLimit, "the request is longer than %d characters", RequestLimitChars)), true
+		case ReadFailed:
+			return refused(c, classify(readingInput, "", errors.New("read failed"))), true
+		case Interrupted:
+			return refused(c, fail(Cancelled, "the call was cancelled while its request was being read; nothing was run")), true
+		}
+		c, e = decodeRequest(in.Data)
+	case MCPCalls:
+		c, e = decodeMCP(c, in.Data)
+	default:
+		e = fail(InternalError, "unknown transport")
+	}
 	if e != nil {
-		return failure(h, e)
+		return refused(c, e), true
 	}
-	s := &service{p: p, outputDir: opts.OutputDir}
-	return s.answer(req, h)
+	return s.run(ctx, c), true
 }
 
-// service runs the three tools over one set of ports.
-type service struct {
-	p         Ports
-	outputDir string
-}
-
-// answer runs a request that passed every protocol check.
-func (s *service) answer(req request, h heard) Reply {
-	if req.tool != ToolInspect && s.outputDir == "" {
-		return failure(h, fail(MissingContext, "%s needs --output-dir, chosen by the operator", req.tool))
+// run runs a call that passed every request check.
+func (s *Service) run(ctx context.Context, c call) outcome {
+	if c.tool != ToolInspect && s.opts.OutputDir == "" {
+		return refused(c, fail(MissingContext, "%s needs --output-dir, chosen by the operator", c.tool))
 	}
-	var (
-		result    any
-		artifacts Artifacts
-		e         *Error
-	)
-	switch req.tool {
+	o := outcome{call: c}
+	switch c.tool {
 	case ToolInspect:
-		result, e = s.Inspect()
+		o.result, o.err = s.inspect(ctx)
 	case ToolAnalyze:
-		var r AnalyzeResult
-		r, e = s.Analyze(req.id, req.digest)
-		result, artifacts = r.Result, r.Artifacts
+		var run committedRun
+		run, o.err = s.analyze(ctx, c.id, c.digest)
+		o.result, o.artifacts, o.committed, o.resultSHA256 = run.result, run.artifacts, run.id, run.resultSHA256
 	case ToolVerify:
-		result, e = s.Verify(req.runID)
+		o.result, o.err = s.verify(ctx, c.runID)
 	}
-	if e != nil {
-		return failure(h, e)
+	if o.err != nil {
+		return refused(c, o.err)
 	}
-	return success(h, result, artifacts)
+	return o
 }
 
-// checkCancel answers CANCELLED when the operator's marker exists.
-func (s *service) checkCancel(point string) *Error {
+// checkCancel answers CANCELLED when the caller's context is done (the
+// transport's cancellation: a signal, an MCP notifications/cancelled) or
+// the operator's marker exists. point names the check in the message.
+func (s *Service) checkCancel(ctx context.Context, point string) *Error {
+	if ctx.Err() != nil {
+		return classify(checkingCancel, "", found("the call was cancelled (checked %s); it stopped and nothing was committed", point))
+	}
 	cancelled, err := s.p.Cancel.Cancelled()
 	if err != nil {
 		return classify(checkingMarker, "", err)
 	}
 	if cancelled {
-		return fail(Cancelled, "the cancel file exists (checked %s); the call stopped and nothing was committed", point)
+		return classify(checkingCancel, "", found("the cancel file exists (checked %s); the call stopped and nothing was committed", point))
+	}
+	if ctx.Err() != nil { // cancelled while the marker was looked at
+		return classify(checkingCancel, "", found("the call was cancelled (checked %s); it stopped and nothing was committed", point))
 	}
 	return nil
 }
+
+// newCallID assigns a call ID from the clock.
+func (s *Service) newCallID() string { return callID(s.p.Clock.Now()) }

@@ -14,6 +14,7 @@
 package ports
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"time"
 )
@@ -41,7 +42,27 @@ var (
 	// a run directory or a pending directory, so creating anything in it
 	// would add an entry to evidence.
 	ErrInsideEvidence = errors.New("is or lies inside a run or a pending directory")
+	// ErrKeyFormat: a key file is not a PEM key of the kind asked for.
+	ErrKeyFormat = errors.New("not a key of the expected kind")
+	// ErrKeyExposed: a private key file grants some access to group or
+	// others.
+	ErrKeyExposed = errors.New("the private key is readable by others")
 )
+
+// Causes of I/O failures that an adapter recognises and wraps into the
+// error it returns, so the operator is told what to fix. Their texts are
+// shown as they are.
+var (
+	ErrNoSpace     = errors.New("no space left on the device")
+	ErrReadOnly    = errors.New("read-only file system")
+	ErrPermission  = errors.New("permission denied")
+	ErrNameTooLong = errors.New("name too long")
+)
+
+// IOCauses returns the causes above.
+func IOCauses() []error {
+	return []error{ErrNoSpace, ErrReadOnly, ErrPermission, ErrNameTooLong}
+}
 
 // SourceReader reads the fixed source files of the workspace.
 type SourceReader interface {
@@ -62,6 +83,8 @@ type Location struct {
 	Exists bool
 	// Dir reports whether what is there is a directory.
 	Dir bool
+	// Regular reports whether what is there is a regular file.
+	Regular bool
 }
 
 // PathResolver resolves the paths an operator gives as options.
@@ -162,6 +185,40 @@ type SavedFile struct {
 	// ErrNotRegular (a symlink included), ErrTooLarge, or an I/O failure.
 	Err  error
 	Data []byte
+}
+
+// LedgerStore keeps the call ledger (SPEC §11): a file of records, one
+// per line. rel is always a Location.Rel returned by PathResolver.Resolve,
+// whose directory exists.
+type LedgerStore interface {
+	// LastLine returns the ledger's last line, its newline included when
+	// it has one, under a shared flock and without reading the whole file;
+	// nil for an empty or missing ledger. Something other than a regular
+	// file at rel is ErrNotRegular.
+	LastLine(rel string) ([]byte, error)
+	// Append takes an exclusive flock on the ledger (creating the file,
+	// and then fsyncing its directory, when it is missing), waiting at
+	// most wait (else ErrBusy), reads the last line, and appends what
+	// record returns for it with one write to the file opened with
+	// O_APPEND, then fsyncs it. A short write is truncated back to the
+	// length before it, still under the lock.
+	Append(rel string, wait time.Duration, record func(last []byte) ([]byte, error)) error
+	// ScanLedger calls line with every line of the ledger in order, each
+	// with its newline when it has one, until line returns an error.
+	ScanLedger(rel string, line func(data []byte) error) error
+}
+
+// KeyReader reads the operator's signing keys (SPEC §10). Key paths are
+// the operator's configuration: they may lie anywhere, and never appear in
+// a message.
+type KeyReader interface {
+	// SigningKey reads an Ed25519 private key in PKCS#8 PEM. ErrMissing,
+	// ErrNotRegular, ErrKeyExposed (any permission for group or others)
+	// and ErrKeyFormat (not PEM, not Ed25519, or a public key) as named.
+	SigningKey(path string) (ed25519.PrivateKey, error)
+	// TrustedKey reads an Ed25519 public key in SPKI PEM; ErrKeyFormat
+	// for anything else, a private key included.
+	TrustedKey(path string) (ed25519.PublicKey, error)
 }
 
 // Canceller reports the operator's cooperative cancellation.

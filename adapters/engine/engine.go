@@ -10,19 +10,35 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"sync"
 
 	"github.com/metricproof/metricproof/ports"
 )
 
-// Self identifies the process's own executable.
-type Self struct{}
+// Self identifies the process's own executable, hashing it once: the
+// image does not change while the process runs.
+type Self struct {
+	once sync.Once
+	id   ports.EngineIdentity
+	err  error
+}
 
-var _ ports.Engine = Self{}
+var _ ports.Engine = (*Self)(nil)
 
-// Identity hashes the running executable. On Linux it reads
+// New returns the running engine, not yet hashed.
+func New() *Self { return &Self{} }
+
+// Identity implements ports.Engine: the first call hashes the executable,
+// later ones return what it found.
+func (s *Self) Identity() (ports.EngineIdentity, error) {
+	s.once.Do(func() { s.id, s.err = identify() })
+	return s.id, s.err
+}
+
+// identify hashes the running executable. On Linux it reads
 // /proc/self/exe, which is the image actually running even if the file at
 // its path was replaced since; elsewhere the resolved os.Executable path.
-func (Self) Identity() (ports.EngineIdentity, error) {
+func identify() (ports.EngineIdentity, error) {
 	f, err := os.Open("/proc/self/exe")
 	if err != nil {
 		exe, err := os.Executable()

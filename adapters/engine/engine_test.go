@@ -20,8 +20,12 @@ func TestIdentityIsTheHashOfThisExecutable(t *testing.T) {
 	is.NoErr(err)
 	sum := sha256.Sum256(data)
 
-	id, err := engine.Self{}.Identity()
+	self := engine.New()
+	id, err := self.Identity()
 	is.NoErr(err)
 	is.Equal(id.SHA256, hex.EncodeToString(sum[:]))
 	is.Equal(id.GoVersion, runtime.Version())
+	again, err := self.Identity() // hashed once, the same answer
+	is.NoErr(err)
+	is.Equal(again, id)
 }

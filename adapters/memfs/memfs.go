@@ -131,7 +131,7 @@ func (w *Workspace) Resolve(p string) (ports.Location, error) {
 	if err != nil {
 		return ports.Location{}, err
 	}
-	return ports.Location{Rel: rel, Exists: true, Dir: fi.IsDir()}, nil
+	return ports.Location{Rel: rel, Exists: true, Dir: fi.IsDir(), Regular: fi.Mode().IsRegular()}, nil
 }
 
 func split(p string) []string {

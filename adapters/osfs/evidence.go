@@ -17,7 +17,8 @@ import (
 )
 
 // OpenWriter implements ports.EvidenceStore.
-func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
+func (w *Workspace) OpenWriter(dir string) (_ ports.EvidenceWriter, err error) {
+	defer func() { err = withCause(err) }()
 	out, created, err := w.createOutput(dir)
 	if err != nil {
 		return nil, err
@@ -160,8 +161,9 @@ type writer struct {
 	pending string   // name of this writer's pending directory, once staged
 }
 
-func (ew *writer) Exists(runID string) (bool, error) {
-	_, err := ew.out.Lstat(runID)
+func (ew *writer) Exists(runID string) (_ bool, err error) {
+	defer func() { err = withCause(err) }()
+	_, err = ew.out.Lstat(runID)
 	switch {
 	case err == nil:
 		return true, nil
@@ -171,7 +173,8 @@ func (ew *writer) Exists(runID string) (bool, error) {
 	return false, err
 }
 
-func (ew *writer) Stage(files []ports.File) error {
+func (ew *writer) Stage(files []ports.File) (err error) {
+	defer func() { err = withCause(err) }()
 	if ew.pending != "" {
 		return errors.New("already staged")
 	}
@@ -224,7 +227,8 @@ func (ew *writer) syncDir(name string) error {
 	return d.Close()
 }
 
-func (ew *writer) Commit(runID string) error {
+func (ew *writer) Commit(runID string) (err error) {
+	defer func() { err = withCause(err) }()
 	if ew.pending == "" {
 		return errors.New("nothing staged")
 	}
@@ -296,7 +300,8 @@ func (ew *writer) release() error {
 // ReadRun implements ports.EvidenceStore. The run directory is opened once,
 // as a root of its own, and checked to be the very directory Lstat saw, so
 // a run swapped for a symlink meanwhile is never read through.
-func (w *Workspace) ReadRun(dir, runID string, names []string, limitBytes int64) (ports.SavedRun, error) {
+func (w *Workspace) ReadRun(dir, runID string, names []string, limitBytes int64) (_ ports.SavedRun, err error) {
+	defer func() { err = withCause(err) }()
 	runPath := path.Join(dir, runID)
 	fi, err := w.root.Lstat(runPath)
 	switch {

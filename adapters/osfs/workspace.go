@@ -83,7 +83,8 @@ func (w *Workspace) Close() error {
 }
 
 // ReadSource implements ports.SourceReader.
-func (w *Workspace) ReadSource(name string, limitBytes int64) ([]byte, error) {
+func (w *Workspace) ReadSource(name string, limitBytes int64) (_ []byte, err error) {
+	defer func() { err = withCause(err) }()
 	if !filepath.IsLocal(name) {
 		return nil, ports.ErrOutside
 	}
@@ -142,7 +143,8 @@ func escapes(err error) bool {
 }
 
 // Resolve implements ports.PathResolver.
-func (w *Workspace) Resolve(p string) (ports.Location, error) {
+func (w *Workspace) Resolve(p string) (_ ports.Location, err error) {
+	defer func() { err = withCause(err) }()
 	if p == "" {
 		return ports.Location{}, ports.ErrMissing
 	}
@@ -300,7 +302,7 @@ func (w *Workspace) walk(rel string) (ports.Location, error) {
 	if err != nil {
 		return ports.Location{}, classify(err)
 	}
-	loc.Exists, loc.Dir = true, fi.IsDir()
+	loc.Exists, loc.Dir, loc.Regular = true, fi.IsDir(), fi.Mode().IsRegular()
 	return loc, nil
 }
 

@@ -171,7 +171,7 @@ func PathResolver(t *testing.T, newSubject Factory) {
 		{"an existing folder", "runs/old", ports.Location{Rel: "runs/old", Exists: true, Dir: true}, nil},
 		{"a trailing slash", "runs/old/", ports.Location{Rel: "runs/old", Exists: true, Dir: true}, nil},
 		{"a new folder", "runs/new/deeper", ports.Location{Rel: "runs/new/deeper"}, nil},
-		{"an existing file", "data/groups.csv", ports.Location{Rel: "data/groups.csv", Exists: true}, nil},
+		{"an existing file", "data/groups.csv", ports.Location{Rel: "data/groups.csv", Exists: true, Regular: true}, nil},
 		{"dot-dot inside", "runs/old/../../data", ports.Location{Rel: "data", Exists: true, Dir: true}, nil},
 		{"dot-dot after a new folder", "runs/new/../old", ports.Location{Rel: "runs/old", Exists: true, Dir: true}, nil},
 		{"climbing out", "..", ports.Location{}, ports.ErrOutside},

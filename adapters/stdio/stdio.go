@@ -1,12 +1,122 @@
-// Package stdio is the one-shot stdio transport's I/O: it reads one request
-// from standard input under the protocol's character limit and writes the
-// one response line.
+// Package stdio is the one-shot transport of protocol 1.0 (SPEC §1–§3): it
+// parses the options, reads one request from standard input under the
+// character limit, hands it to the app, writes the one response line and
+// maps the answer to the exit status. It also frames the operator command
+// "tool-runner ledger" (SPEC §11).
+//
+// It only frames: every check and every code is the app's.
 package stdio
 
 import (
+	"context"
 	"errors"
 	"io"
+
+	"github.com/metricproof/metricproof/app"
 )
+
+// Usage is what --help prints.
+const Usage = `usage: tool-runner --workspace W [--output-dir O] [--cancel-file F]
+                   [--ledger L] [--signing-key K] [--trusted-key P]
+       tool-runner mcp --workspace W [--output-dir O] [same options]
+       tool-runner ledger --workspace W --ledger L
+
+Reads one JSON request on standard input until EOF and writes exactly one
+compact JSON response line on standard output (protocol 1.0).
+
+  --workspace W     the directory holding data/ and contracts/ (required)
+  --output-dir O    where analyze commits runs and verify_result reads them;
+                    workspace-relative or absolute, inside W
+  --cancel-file F   a marker path inside W; when it exists the call stops
+  --ledger L        record every call in the hash-chained ledger L, inside W
+  --signing-key K   sign every run with this Ed25519 private key (PKCS#8 PEM,
+                    mode 600); K may lie anywhere
+  --trusted-key P   accept only runs signed by this Ed25519 public key (PEM)
+  --help            print this text and exit 0
+
+Tools: inspect_inputs {}, analyze {"expected_source_digest"}, verify_result {"run_id"}.
+Exit status: 0 success, 1 handled error, 3 cancelled. SIGINT and SIGTERM
+cancel the call; it still answers.
+"mcp" serves the same tools over the Model Context Protocol on standard
+input and output; "ledger" checks the ledger's chain.
+`
+
+// Exit is the exit status of an answer: 0 success, 3 cancelled, 1 any
+// other failure.
+func Exit(a app.Answer) int {
+	switch {
+	case a.OK():
+		return 0
+	case a.Code == app.Cancelled:
+		return 3
+	}
+	return 1
+}
+
+// Run answers one call and returns the exit status. args are the command
+// line without the program's name; wire opens the adapters. Option,
+// workspace, key and ledger faults are decided before standard input is
+// read. Nothing is written to standard error on any handled path. When
+// ctx is cancelled (SIGINT, SIGTERM), the call stops at its next cancel
+// check and answers CANCELLED, or finishes if it was past its last.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, wire app.Wire) int {
+	o, e := app.ParseOptions(app.OneShot, args)
+	if e != nil {
+		return reply(stdout, app.Refuse(e))
+	}
+	if o.Help {
+		_, _ = io.WriteString(stdout, Usage)
+		return 0
+	}
+	s, e := app.Open(o, wire)
+	if e != nil {
+		return reply(stdout, app.Refuse(e))
+	}
+	defer s.Close()
+	if e := s.CheckLedger(); e != nil {
+		return reply(stdout, app.Refuse(e))
+	}
+	data, short := readInput(ctx, stdin)
+	return reply(stdout, s.Serve(ctx, app.Input{Transport: app.Stdio, Data: data, Short: short}))
+}
+
+// reply writes the answer's line in one write and returns the exit status.
+// A success whose line could not be written exits 1: the answer was not
+// delivered (a run it committed stays committed).
+func reply(stdout io.Writer, a app.Answer) int {
+	line := append(a.JSON, '\n')
+	if err := Write(stdout, line); err != nil && a.OK() {
+		return 1
+	}
+	return Exit(a)
+}
+
+// readInput reads standard input under the limit, and gives up at once
+// when ctx is cancelled first.
+func readInput(ctx context.Context, stdin io.Reader) ([]byte, app.Short) {
+	type read struct {
+		data []byte
+		over bool
+		err  error
+	}
+	done := make(chan read, 1)
+	go func() {
+		data, over, err := Read(stdin, app.RequestLimitChars)
+		done <- read{data, over, err}
+	}()
+	select {
+	case r := <-done:
+		switch {
+		case r.err != nil:
+			return nil, app.ReadFailed
+		case r.over:
+			return nil, app.OverLimit
+		}
+		return r.data, app.Whole
+	case <-ctx.Done():
+		return nil, app.Interrupted
+	}
+}
 
 // chunkBytes is how much Read asks for at a time.
 const chunkBytes = 32 << 10
@@ -49,4 +159,33 @@ func Read(r io.Reader, limitChars int) (data []byte, over bool, err error) {
 func Write(w io.Writer, line []byte) error {
 	_, err := w.Write(line)
 	return err
+}
+
+// Ledger runs "tool-runner ledger" (SPEC §11): it checks the ledger's whole
+// chain and prints one compact JSON line. Exit 0 verified, 1 tampered, 2
+// an option fault.
+func Ledger(args []string, stdout io.Writer, wire app.Wire) int {
+	o, e := app.ParseOptions(app.LedgerCheck, args)
+	if e == nil && o.Help {
+		_, _ = io.WriteString(stdout, Usage)
+		return 0
+	}
+	var s *app.Service
+	if e == nil {
+		s, e = app.Open(o, wire)
+	}
+	var report app.LedgerReport
+	if e == nil {
+		defer s.Close()
+		report, e = s.CheckChain()
+	}
+	if e != nil {
+		_ = Write(stdout, append(app.LedgerFault(e), '\n'))
+		return 2
+	}
+	_ = Write(stdout, append(report.JSON(), '\n'))
+	if !report.Verified {
+		return 1
+	}
+	return 0
 }

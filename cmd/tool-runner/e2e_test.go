@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	// runtime's default atexit_sleep_ms), and these tests start hundreds.
 	os.Setenv("GORACE", "atexit_sleep_ms=0 "+os.Getenv("GORACE"))
 	testscript.Main(m, map[string]func(){
-		"tool-runner": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout)) },
+		"tool-runner": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 		"lock-holder": holdLock,
 	})
 }

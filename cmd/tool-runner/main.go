@@ -1,18 +1,21 @@
-// Command tool-runner answers one tool call of protocol 1.0: one JSON
-// request on standard input until EOF, exactly one compact JSON response
-// line on standard output. See README.md and ../../../shared/SPEC.md.
+// Command tool-runner runs metricproof's three tools: one call of protocol
+// 1.0 over standard input and output, "tool-runner mcp" for a long-lived
+// MCP server, or "tool-runner ledger" to check the call ledger. See
+// README.md and ../../../shared/SPEC.md.
 //
 // This is the composition root: it wires the real-disk adapters into the
-// app and nothing more.
+// app and hands the command line to the transport it names, nothing more.
 package main
 
 import (
+	"context"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/metricproof/metricproof/adapters/engine"
+	"github.com/metricproof/metricproof/adapters/keyfile"
 	"github.com/metricproof/metricproof/adapters/osfs"
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/adapters/sysclock"
@@ -23,35 +26,43 @@ func main() {
 	// A reader that hangs up early gets EPIPE on the write, not a signal
 	// that would kill the process mid-answer.
 	signal.Ignore(syscall.SIGPIPE)
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// run answers one call and returns the exit status. Nothing is written to
-// standard error on any handled path.
-func run(args []string, stdin io.Reader, stdout io.Writer) int {
-	r := app.Runner{
-		Open: wire,
-		Read: func(limitChars int) ([]byte, bool, error) { return stdio.Read(stdin, limitChars) },
+// run dispatches on the first argument and returns the exit status. SIGINT
+// and SIGTERM cancel the context every call runs under: a call stops at
+// its next cancel check and still answers. Later signals are ignored as
+// well, so an answer is always written.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	wire := newWire(engine.New())
+	if len(args) > 0 {
+		switch args[0] {
+		case "ledger":
+			return stdio.Ledger(args[1:], stdout, wire)
+		}
 	}
-	reply := r.Run(args)
-	if err := stdio.Write(stdout, reply.Line); err != nil && reply.Exit == 0 {
-		return 1 // the answer was not delivered; a committed run stays committed
-	}
-	return reply.Exit
+	return stdio.Run(ctx, args, stdin, stdout, wire)
 }
 
-// wire opens the workspace on the real disk and fills the app's ports.
-func wire(o app.Options) (app.Ports, error) {
-	ws, err := osfs.Open(o.Workspace)
-	if err != nil {
-		return app.Ports{}, err
+// newWire returns the composition of the real-disk adapters. The engine
+// is hashed at most once per process, however many calls it serves.
+func newWire(eng *engine.Self) app.Wire {
+	return func(o app.Options) (app.Ports, io.Closer, error) {
+		ws, err := osfs.Open(o.Workspace)
+		if err != nil {
+			return app.Ports{}, nil, err
+		}
+		return app.Ports{
+			Sources:  ws,
+			Paths:    ws,
+			Evidence: ws,
+			Ledger:   ws,
+			Keys:     keyfile.Reader{},
+			Cancel:   ws.Marker(o.CancelFile),
+			Clock:    sysclock.System{},
+			Engine:   eng,
+		}, ws, nil
 	}
-	return app.Ports{
-		Sources:  ws,
-		Paths:    ws,
-		Evidence: ws,
-		Cancel:   ws.Marker(o.CancelFile),
-		Clock:    sysclock.System{},
-		Engine:   engine.Self{},
-	}, nil
 }

@@ -1,0 +1,126 @@
+package app
+
+import (
+	"errors"
+	"path"
+	"strings"
+
+	"github.com/metricproof/metricproof/ports"
+)
+
+// protectedFolders are the workspace folders that no written path may
+// equal, contain or sit inside: the sources, the repository and the
+// engine's own code.
+func protectedFolders() []string {
+	return []string{"data", "contracts", ".git", "domain", "ports", "adapters", "app", "cmd", "src"}
+}
+
+// within reports whether the clean relative path p is base or inside it,
+// comparing whole components.
+func within(p, base string) bool {
+	return base == "." || p == base || len(p) > len(base) && p[:len(base)] == base && p[len(base)] == '/'
+}
+
+// outputLocation resolves the operator's output directory, which must lie
+// inside the workspace (SPEC §1) whichever tool runs. For analyze, write
+// applies the write boundary of SPEC §6 too: not the workspace itself,
+// clear of the protected folders (wherever their own symlinks lead), and
+// not inside existing evidence. Last, what exists there must be a
+// directory.
+func (s *Service) outputLocation(write bool) (ports.Location, *Error) {
+	out, err := s.p.Paths.Resolve(s.opts.OutputDir)
+	if err != nil {
+		return ports.Location{}, classify(resolvingOutput, "", err)
+	}
+	if write {
+		if err := s.writable(out.Rel, "the output directory"); err != nil {
+			return ports.Location{}, classify(resolvingOutput, "", err)
+		}
+		if err := s.clearOfEvidence(out.Rel, "the output directory"); err != nil {
+			return ports.Location{}, classify(resolvingOutput, "", err)
+		}
+	}
+	if out.Exists && !out.Dir {
+		return ports.Location{}, classify(resolvingOutput, "", errNotADirectory)
+	}
+	return out, nil
+}
+
+// errNotADirectory is an output directory that exists as something else.
+var errNotADirectory = errors.New("the output directory exists and is not a directory")
+
+// writable is the write boundary of SPEC §6 for a resolved path what
+// names: not the workspace itself, and clear of the protected folders.
+func (s *Service) writable(rel, what string) error {
+	if rel == "." {
+		return found("%s may not be the workspace itself", what)
+	}
+	for _, name := range protectedFolders() {
+		folder, err := s.p.Paths.Resolve(name)
+		if err != nil {
+			continue // a protected folder that leads outside cannot hold it
+		}
+		if within(rel, folder.Rel) || within(folder.Rel, rel) {
+			return found("%s may not equal, contain or sit inside %s", what, name)
+		}
+	}
+	return nil
+}
+
+// clearOfEvidence refuses a directory that is, or sits inside, a run
+// directory or a pending directory: writing there would add entries to
+// evidence, which would then never verify again. The evidence store checks
+// again where it creates the output directory, for a run committed
+// meanwhile.
+func (s *Service) clearOfEvidence(rel, what string) error {
+	if rel == "." {
+		return nil
+	}
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		if strings.HasPrefix(parts[i], ports.PendingPrefix) {
+			return found("%s may not be or sit inside a pending directory", what)
+		}
+		dir := path.Join(parts[:i+1]...)
+		for _, name := range ports.RunFileNames() {
+			if loc, err := s.p.Paths.Resolve(path.Join(dir, name)); err == nil && loc.Exists {
+				return found("%s may not be or sit inside a run directory", what)
+			}
+		}
+	}
+	return nil
+}
+
+// ledgerLocation resolves the ledger's path (SPEC §11): inside the
+// workspace and the write boundary, in the output directory or outside it
+// but never below it, in a directory that exists, and a regular file if it
+// exists.
+func (s *Service) ledgerLocation() (string, *Error) {
+	loc, err := s.p.Paths.Resolve(s.opts.Ledger)
+	if err != nil {
+		return "", classify(resolvingLedger, "", err)
+	}
+	if err := s.writable(loc.Rel, "the ledger"); err != nil {
+		return "", classify(resolvingLedger, "", err)
+	}
+	dirRel := path.Dir(loc.Rel)
+	if err := s.clearOfEvidence(dirRel, "the ledger's directory"); err != nil {
+		return "", classify(resolvingLedger, "", err)
+	}
+	if s.opts.OutputDir != "" {
+		out, err := s.p.Paths.Resolve(s.opts.OutputDir)
+		if err == nil && (loc.Rel == out.Rel || dirRel != out.Rel && within(dirRel, out.Rel)) {
+			return "", classify(resolvingLedger, "", found("the ledger may lie in the output directory itself or outside it, never below it"))
+		}
+	}
+	dir, err := s.p.Paths.Resolve(dirRel)
+	switch {
+	case err != nil:
+		return "", classify(resolvingLedger, "", err)
+	case !dir.Exists || !dir.Dir:
+		return "", classify(resolvingLedger, "", ports.ErrMissing)
+	case loc.Exists && !loc.Regular:
+		return "", classify(resolvingLedger, "", ports.ErrNotRegular)
+	}
+	return loc.Rel, nil
+}

@@ -1,0 +1,261 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/metricproof/metricproof/domain"
+)
+
+// The call ledger (SPEC §11): one record per call, each line chained to
+// the one before by its SHA256, appended before the call's answer is sent.
+
+// LedgerWaitSeconds is how long an append waits for another process's
+// lock on the ledger before the call fails.
+const LedgerWaitSeconds = 10
+
+// zeroHash is the prev of the first record, and the head of an empty
+// ledger.
+var zeroHash = strings.Repeat("0", 64)
+
+// Record is one line of the ledger, its fields in the line's key order.
+type Record struct {
+	Seq            int64   `json:"seq"`
+	Prev           string  `json:"prev"`
+	Time           string  `json:"time"`
+	Transport      string  `json:"transport"`
+	RequestID      *string `json:"request_id"`
+	Tool           *string `json:"tool"`
+	InputSHA256    *string `json:"input_sha256"`
+	Status         string  `json:"status"`
+	Code           *Code   `json:"code"`
+	RunID          *string `json:"run_id"`
+	ResultSHA256   *string `json:"result_sha256"`
+	ResponseSHA256 string  `json:"response_sha256"`
+	EngineSHA256   string  `json:"engine_sha256"`
+}
+
+// CheckLedger is the pre-check every call makes before any work: the
+// ledger is empty, or ends with a complete, well-formed record. Only the
+// last line is read, so a call's cost does not grow with the ledger; the
+// whole chain is [Service.CheckChain]'s job. Without --ledger it passes.
+func (s *Service) CheckLedger() *Error {
+	if s.ledger == "" {
+		return nil
+	}
+	last, err := s.p.Ledger.LastLine(s.ledger)
+	if err != nil {
+		return classify(checkingLedger, "", err)
+	}
+	if last == nil {
+		return nil
+	}
+	if _, err := parseRecord(last); err != nil {
+		return classify(checkingLedger, "", found("the ledger's last record is damaged or torn (%v); nothing was run: inspect it with tool-runner ledger, and see README on repairing it", err))
+	}
+	return nil
+}
+
+// record appends the call's record and returns the answer to send: a,
+// or IO_OR_NUMERIC_ERROR when the record could not be appended (a run
+// the call committed stays committed, and the message says so).
+func (s *Service) record(in Input, o outcome, a Answer) Answer {
+	engine, err := s.p.Engine.Identity()
+	if err != nil {
+		return s.unrecorded(o, classify(appendingLedger, "", err))
+	}
+	rec := Record{
+		Transport:      string(in.Transport),
+		RequestID:      o.call.heardID(),
+		Tool:           o.call.heardTool(),
+		Status:         "success",
+		ResponseSHA256: domain.SHA256Hex(a.JSON),
+		EngineSHA256:   engine.SHA256,
+	}
+	if in.Transport == MCPCalls || in.Short == Whole {
+		sum := domain.SHA256Hex(in.Data)
+		rec.InputSHA256 = &sum
+	}
+	if a.Code != "" {
+		code := a.Code
+		rec.Status, rec.Code = code.Status(), &code
+	}
+	if o.committed != "" {
+		rec.RunID, rec.ResultSHA256 = &o.committed, &o.resultSHA256
+	}
+	s.appends.Lock()
+	defer s.appends.Unlock()
+	err = s.p.Ledger.Append(s.ledger, LedgerWaitSeconds*time.Second, func(last []byte) ([]byte, error) {
+		rec.Seq, rec.Prev = 1, zeroHash
+		if last != nil {
+			prev, err := parseRecord(last)
+			if err != nil {
+				return nil, found("the ledger's last record was damaged while this call ran (%v), so the call was not recorded", err)
+			}
+			rec.Seq, rec.Prev = prev.Seq+1, domain.SHA256Hex(last)
+		}
+		rec.Time = s.p.Clock.Now().UTC().Format(time.RFC3339Nano)
+		return encodeRecord(rec)
+	})
+	if err != nil {
+		return s.unrecorded(o, classify(appendingLedger, "", err))
+	}
+	return a
+}
+
+// unrecorded is the answer of a call whose record could not be appended.
+func (s *Service) unrecorded(o outcome, e *Error) Answer {
+	if o.committed != "" {
+		e = fail(e.Code, "%s; run %s was committed and stays committed", e.Message, o.committed)
+	} else {
+		e = fail(e.Code, "%s; the call's own outcome was %s", e.Message, outcomeName(o))
+	}
+	return refused(o.call, e).answer()
+}
+
+func outcomeName(o outcome) string {
+	if o.err == nil {
+		return "success"
+	}
+	return string(o.err.Code)
+}
+
+// encodeRecord encodes a record as its line: compact JSON and a newline.
+func encodeRecord(r Record) ([]byte, error) {
+	return marshal(r, "")
+}
+
+// parseRecord accepts exactly a line this engine writes: compact JSON of a
+// Record, byte for byte its own encoding, ending in a newline, with every
+// field of its shape.
+func parseRecord(line []byte) (Record, error) {
+	if !bytes.HasSuffix(line, []byte("\n")) {
+		return Record{}, fmt.Errorf("the line does not end in a newline")
+	}
+	var r Record
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return Record{}, fmt.Errorf("the line is not a record")
+	}
+	again, err := encodeRecord(r)
+	if err != nil || !bytes.Equal(again, line) {
+		return Record{}, fmt.Errorf("the line is not a record as this engine writes one")
+	}
+	if reason := recordFault(r); reason != "" {
+		return Record{}, fmt.Errorf("%s", reason)
+	}
+	return r, nil
+}
+
+// recordFault names what is wrong with a record's values, or "".
+func recordFault(r Record) string {
+	optionalDigest := func(p *string) bool { return p == nil || isDigest(*p) }
+	t, err := time.Parse(time.RFC3339Nano, r.Time)
+	switch {
+	case r.Seq < 1:
+		return "seq is not a positive integer"
+	case !isDigest(r.Prev):
+		return "prev is not a SHA256"
+	case err != nil || t.UTC().Format(time.RFC3339Nano) != r.Time:
+		return "time is not an RFC 3339 UTC time"
+	case r.Transport != string(Stdio) && r.Transport != string(MCPCalls):
+		return "transport is neither stdio nor mcp"
+	case r.RequestID != nil && !domain.ValidID(*r.RequestID):
+		return "request_id is not an ID"
+	case r.Tool != nil && !contains(Tools(), *r.Tool):
+		return "tool is not one of the three tools"
+	case !optionalDigest(r.InputSHA256) || !optionalDigest(r.ResultSHA256) || !isDigest(r.ResponseSHA256) || !isDigest(r.EngineSHA256):
+		return "a digest is not a SHA256"
+	case r.Status == "success" && r.Code != nil,
+		r.Status != "success" && (r.Code == nil || !contains(codeNames(), string(*r.Code)) || r.Code.Status() != r.Status):
+		return "status and code disagree"
+	case (r.RunID == nil) != (r.ResultSHA256 == nil), r.RunID != nil && !domain.ValidID(*r.RunID):
+		return "run_id and result_sha256 disagree"
+	}
+	return ""
+}
+
+func codeNames() []string {
+	var names []string
+	for _, c := range Codes() {
+		names = append(names, string(c))
+	}
+	return names
+}
+
+// LedgerReport is the one line of tool-runner ledger.
+type LedgerReport struct {
+	// Verified reports an unbroken chain of Records records whose last
+	// line hashes to Head.
+	Verified bool
+	Records  int64
+	Head     string
+	// Otherwise Line is the first bad line, and Fault says what is wrong.
+	Line  int64
+	Fault *Error
+}
+
+// JSON encodes the report as its compact line, without a newline.
+func (r LedgerReport) JSON() []byte {
+	var v any
+	if r.Verified {
+		v = struct {
+			Ledger  string `json:"ledger"`
+			Records int64  `json:"records"`
+			Head    string `json:"head"`
+		}{"verified", r.Records, r.Head}
+	} else {
+		v = struct {
+			Ledger  string `json:"ledger"`
+			Line    int64  `json:"line"`
+			Code    Code   `json:"code"`
+			Message string `json:"message"`
+		}{"tampered", r.Line, r.Fault.Code, r.Fault.Message}
+	}
+	data, _ := marshal(v, "") // plain strings and numbers always encode
+	return bytes.TrimSuffix(data, []byte("\n"))
+}
+
+// CheckChain re-reads the whole ledger and checks every line: its shape,
+// seq from 1 without a gap, and each prev.
+func (s *Service) CheckChain() (LedgerReport, *Error) {
+	report := LedgerReport{Verified: true, Head: zeroHash}
+	var n int64
+	err := s.p.Ledger.ScanLedger(s.ledger, func(line []byte) error {
+		n++
+		r, err := parseRecord(line)
+		switch {
+		case err != nil:
+			return found("line %d is not a complete, well-formed record: %v", n, err)
+		case r.Seq != n:
+			return found("line %d carries seq %d; records are numbered from 1 without a gap", n, r.Seq)
+		case r.Prev != report.Head:
+			return found("line %d's prev is not the SHA256 of the line before it", n)
+		}
+		report.Records, report.Head = n, domain.SHA256Hex(line)
+		return nil
+	})
+	if err != nil {
+		e := classify(checkingLedger, "", err)
+		if e.Code != LedgerTampered {
+			return LedgerReport{}, e
+		}
+		return LedgerReport{Line: n, Fault: e}, nil
+	}
+	return report, nil
+}
+
+// LedgerFault is the line of tool-runner ledger for an option fault:
+// {"ledger":"error","code","message"}, without a newline.
+func LedgerFault(e *Error) []byte {
+	data, _ := marshal(struct {
+		Ledger  string `json:"ledger"`
+		Code    Code   `json:"code"`
+		Message string `json:"message"`
+	}{"error", e.Code, e.Message}, "")
+	return bytes.TrimSuffix(data, []byte("\n"))
+}

@@ -1,0 +1,133 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// ProtocolVersion is the version of the tool protocol this engine speaks.
+const ProtocolVersion = "1.0"
+
+// Answer is one call's response, encoded once: the response object of
+// SPEC §3 as compact JSON. The stdio transport writes it as its line, the
+// MCP transport as the call's text and structured content, and the ledger
+// hashes these very bytes.
+type Answer struct {
+	// JSON is the response object, compact, without a trailing newline.
+	JSON []byte
+	// Code is the failure's code; empty on success.
+	Code Code
+}
+
+// OK reports whether the call succeeded.
+func (a Answer) OK() bool { return a.Code == "" }
+
+// envelope is the response of SPEC §3, its fields in the wire's key order.
+type envelope struct {
+	ProtocolVersion string     `json:"protocol_version"`
+	RequestID       *string    `json:"request_id"`
+	OK              bool       `json:"ok"`
+	Status          string     `json:"status"`
+	Tool            *string    `json:"tool"`
+	Result          any        `json:"result"`
+	Error           *wireError `json:"error"`
+	Artifacts       Artifacts  `json:"artifacts"`
+	Verification    disclaimer `json:"verification"`
+}
+
+type wireError struct {
+	Code      Code   `json:"code"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+}
+
+// Artifacts are the paths of a committed run's files, workspace-relative
+// with forward slashes; empty except after a successful analyze.
+type Artifacts struct {
+	Result      string `json:"result,omitempty"`
+	Receipt     string `json:"receipt,omitempty"`
+	Checksums   string `json:"checksums,omitempty"`
+	Attestation string `json:"attestation,omitempty"`
+}
+
+// disclaimer states, in every response, what this engine does not claim.
+type disclaimer struct {
+	NativeBI         string `json:"native_bi"`
+	HostCancellation string `json:"host_cancellation"`
+	OSSandbox        string `json:"os_sandbox"`
+	RealModelQuality string `json:"real_model_quality"`
+	HumanReview      string `json:"human_review"`
+}
+
+// notClaimed is the one value of every response's verification block.
+func notClaimed() disclaimer {
+	return disclaimer{
+		NativeBI:         "not_run",
+		HostCancellation: "not_tested",
+		OSSandbox:        "not_claimed",
+		RealModelQuality: "not_tested",
+		HumanReview:      "not_performed",
+	}
+}
+
+// outcome is what a call decided, before it is encoded: what the response
+// says, and what the ledger records beside it.
+type outcome struct {
+	call      call
+	result    any
+	artifacts Artifacts
+	err       *Error
+	// committed is the run this call committed, and resultSHA256 the
+	// SHA256 of its result.json; empty unless analyze committed.
+	committed    string
+	resultSHA256 string
+}
+
+func refused(c call, e *Error) outcome { return outcome{call: c, err: e} }
+
+// Refuse is the answer to a call refused before it was read: an option,
+// workspace, key or ledger fault, whose request_id and tool are null.
+func Refuse(e *Error) Answer { return refused(call{}, e).answer() }
+
+// answer encodes the outcome. An envelope always encodes; should a result
+// ever fail to, the answer is INTERNAL_ERROR rather than silence.
+func (o outcome) answer() Answer {
+	env := envelope{
+		ProtocolVersion: ProtocolVersion, RequestID: o.call.heardID(), Tool: o.call.heardTool(),
+		Verification: notClaimed(),
+	}
+	if o.err == nil {
+		env.OK, env.Status, env.Result, env.Artifacts = true, "success", o.result, o.artifacts
+	} else {
+		env.Status = o.err.Code.Status()
+		env.Error = &wireError{Code: o.err.Code, Message: o.err.Message, Retryable: o.err.Code.Retryable()}
+	}
+	data, err := marshal(env, "")
+	if err != nil {
+		env.OK, env.Status, env.Result, env.Artifacts = false, "error", nil, Artifacts{}
+		env.Error = &wireError{Code: InternalError, Message: "the response could not be encoded"}
+		data, _ = marshal(env, "")
+		return Answer{JSON: bytes.TrimSuffix(data, []byte("\n")), Code: InternalError}
+	}
+	a := Answer{JSON: bytes.TrimSuffix(data, []byte("\n"))}
+	if o.err != nil {
+		a.Code = o.err.Code
+	}
+	return a
+}
+
+// marshal encodes v as JSON without HTML escaping, indented by indent (or
+// compact when indent is empty), ending in one newline.
+func marshal(v any, indent string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if indent != "" {
+		enc.SetIndent("", indent)
+	}
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	return buf.Bytes(), nil
+}
