@@ -3,11 +3,11 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"crypto/sha256"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
