@@ -27,7 +27,7 @@ type cancelOnCall struct {
 	n, calls int
 }
 
-func (c *cancelOnCall) Cancelled() (bool, error) {
+func (c *cancelOnCall) Cancelled(context.Context) (bool, error) {
 	c.calls++
 	return c.calls == c.n, nil
 }

@@ -124,7 +124,7 @@ func (s *Service) CheckPaths() *Error {
 		}
 	}
 	if s.opts.CancelFile != "" {
-		if _, err := s.p.Cancel.Cancelled(); err != nil {
+		if _, err := s.p.Cancel.Cancelled(context.Background()); err != nil {
 			return classify(checkingMarker, "", err)
 		}
 	}
@@ -224,7 +224,7 @@ func (s *Service) checkCancel(ctx context.Context, point string) *Error {
 	if ctx.Err() != nil {
 		return classify(checkingCancel, "", found("the call was cancelled (checked %s); it stopped and nothing was committed", point))
 	}
-	cancelled, err := s.p.Cancel.Cancelled()
+	cancelled, err := s.p.Cancel.Cancelled(ctx)
 	if err != nil {
 		return classify(checkingMarker, "", err)
 	}

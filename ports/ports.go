@@ -14,6 +14,7 @@
 package ports
 
 import (
+	"context"
 	"crypto/ed25519"
 	"errors"
 	"time"
@@ -225,7 +226,8 @@ type KeyReader interface {
 type Canceller interface {
 	// Cancelled reports whether the operator asked this call to stop. A
 	// marker path that resolves outside the workspace is ErrOutside.
-	Cancelled() (bool, error)
+	// ctx is the call's context: a port may wait on it, never past it.
+	Cancelled(ctx context.Context) (bool, error)
 }
 
 // Clock tells the time for receipts.

@@ -1,6 +1,7 @@
 package osfs_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -223,7 +224,7 @@ func TestAMarkerBehindAFileIsAbsentNotAnError(t *testing.T) {
 	ws, _ := layout(t)
 	w := open(t, ws)
 	for _, p := range []string{"data/real.csv/stop", ws + "/data/real.csv/stop"} {
-		c, err := w.Marker(p).Cancelled()
+		c, err := w.Marker(p).Cancelled(context.Background())
 		is.NoErr(err)
 		is.True(!c)
 	}

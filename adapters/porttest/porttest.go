@@ -9,6 +9,7 @@
 package porttest
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"path"
@@ -216,24 +217,24 @@ func Canceller(t *testing.T, newSubject Factory) {
 	is := is.New(t)
 	s := newSubject(t, map[string]string{"flags/": ""})
 	never := s.Marker("")
-	c, err := never.Cancelled()
+	c, err := never.Cancelled(context.Background())
 	is.NoErr(err)
 	is.True(!c) // no marker path: never cancelled
 
 	m := s.Marker("flags/stop")
-	c, err = m.Cancelled()
+	c, err = m.Cancelled(context.Background())
 	is.NoErr(err)
 	is.True(!c) // absent marker
 	s.Write("flags/stop", "")
-	c, err = m.Cancelled()
+	c, err = m.Cancelled(context.Background())
 	is.NoErr(err)
 	is.True(c) // present marker
 
-	c, err = s.Marker(s.Abs("flags/stop")).Cancelled()
+	c, err = s.Marker(s.Abs("flags/stop")).Cancelled(context.Background())
 	is.NoErr(err)
 	is.True(c) // absolute form of the same marker
 
-	_, err = s.Marker("../stop").Cancelled()
+	_, err = s.Marker("../stop").Cancelled(context.Background())
 	is.True(errors.Is(err, ports.ErrOutside)) // a marker outside the workspace
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/engine"
 	"github.com/metricproof/metricproof/adapters/keyfile"
+	"github.com/metricproof/metricproof/adapters/mcp"
 	"github.com/metricproof/metricproof/adapters/osfs"
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/adapters/sysclock"
@@ -39,11 +40,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	wire := newWire(engine.New())
 	if len(args) > 0 {
 		switch args[0] {
+		case "mcp":
+			return mcp.Serve(ctx, args[1:], stdin, stdout, stderr, wire, moduleVersion())
 		case "ledger":
 			return stdio.Ledger(args[1:], stdout, wire)
 		}
 	}
 	return stdio.Run(ctx, args, stdin, stdout, wire)
+}
+
+// moduleVersion is the version the build recorded for this module, as the
+// MCP server announces it: "(devel)" for a build from a checkout.
+func moduleVersion() string {
+	if v := engine.BuildFacts().ModuleVersion; v != "" {
+		return v
+	}
+	return "(devel)"
 }
 
 // newWire returns the composition of the real-disk adapters. The engine

@@ -4,6 +4,7 @@
 package marker
 
 import (
+	"context"
 	"errors"
 
 	"github.com/metricproof/metricproof/ports"
@@ -20,7 +21,7 @@ var _ ports.Canceller = Marker{}
 
 // Cancelled implements ports.Canceller; a path leaving the workspace is
 // ports.ErrOutside.
-func (m Marker) Cancelled() (bool, error) {
+func (m Marker) Cancelled(context.Context) (bool, error) {
 	if m.Path == "" {
 		return false, nil
 	}

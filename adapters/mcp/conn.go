@@ -1,0 +1,345 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/metricproof/metricproof/domain/strictjson"
+)
+
+// MaxLineBytes is the longest message line the server reads; a longer one
+// is answered -32600 without being held in memory whole.
+const MaxLineBytes = 16 << 20
+
+// lineTransport is the server's stdio transport, in front of the SDK: one
+// JSON-RPC message per line, with the strict checks of SPEC §9 on every
+// line. It answers a line that is not JSON (-32700) or not an acceptable
+// JSON-RPC 2.0 message (-32600) itself and keeps the session going, and it
+// holds end of input (and the stop signal) back until every call it handed
+// to the SDK has been answered.
+type lineTransport struct {
+	in   io.Reader
+	out  io.Writer
+	stop <-chan struct{}
+}
+
+// LineTransport returns the server's line transport over in and out. When
+// stop is closed the server stops taking calls and ends its session once
+// the calls in flight are answered; nil never stops.
+func LineTransport(in io.Reader, out io.Writer, stop <-chan struct{}) sdk.Transport {
+	return &lineTransport{in: in, out: out, stop: stop}
+}
+
+// Connect implements sdk.Transport.
+func (t *lineTransport) Connect(context.Context) (sdk.Connection, error) {
+	c := &lineConn{out: t.out, stop: t.stop, lines: make(chan line), closed: make(chan struct{})}
+	c.idle = sync.NewCond(&c.mu)
+	go c.readLines(t.in)
+	return c, nil
+}
+
+// line is one input line, or the end of input.
+type line struct {
+	data    []byte
+	tooLong bool
+	err     error // io.EOF at the end of input
+}
+
+// lineConn is one session's connection.
+type lineConn struct {
+	out   io.Writer
+	wmu   sync.Mutex // one line at a time
+	stop  <-chan struct{}
+	lines chan line
+
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when pending drops
+	pending int        // calls handed to the SDK and not yet answered
+	done    bool       // the connection is closed
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+var _ sdk.Connection = (*lineConn)(nil)
+
+// readLines reads the input line by line into c.lines until the end of
+// input or the connection closes. A line longer than MaxLineBytes is
+// skipped to its end and reported as too long.
+func (c *lineConn) readLines(in io.Reader) {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		var data []byte
+		tooLong := false
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = r.ReadSlice('\n')
+			if !tooLong {
+				if len(data)+len(chunk) > MaxLineBytes+2 { // its CRLF aside
+					tooLong, data = true, nil
+				} else {
+					data = append(data, chunk...)
+				}
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if len(data) > 0 || tooLong {
+			select {
+			case c.lines <- line{data: data, tooLong: tooLong}:
+			case <-c.closed:
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				err = io.EOF // a broken input ends the session like its end
+			}
+			select {
+			case c.lines <- line{err: err}:
+			case <-c.closed:
+			}
+			return
+		}
+	}
+}
+
+// Read implements sdk.Connection: the next acceptable message. Lines that
+// are not are answered here and skipped. At the end of input, or when the
+// server is told to stop, Read waits until every call it handed over has
+// been answered, then reports io.EOF.
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		select {
+		case l := <-c.lines:
+			if l.err != nil {
+				return nil, c.drain()
+			}
+			msg, refusal := decodeLine(l)
+			if refusal != nil {
+				if err := c.writeLine(refusal); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if msg == nil {
+				continue // a blank line
+			}
+			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+				c.mu.Lock()
+				c.pending++
+				c.mu.Unlock()
+			}
+			return msg, nil
+		case <-c.stop:
+			return nil, c.drain()
+		case <-c.closed:
+			return nil, io.EOF
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// drain waits until no call is waiting for its answer, or the connection
+// closes, and returns io.EOF.
+func (c *lineConn) drain() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.pending > 0 && !c.done {
+		c.idle.Wait()
+	}
+	return io.EOF
+}
+
+// Write implements sdk.Connection: one message, one line, one write.
+func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	err = c.writeLine(data)
+	if _, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		if c.pending > 0 {
+			c.pending--
+		}
+		c.idle.Broadcast()
+		c.mu.Unlock()
+	}
+	return err
+}
+
+func (c *lineConn) writeLine(data []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.out.Write(append(data, '\n'))
+	return err
+}
+
+// Close implements sdk.Connection.
+func (c *lineConn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.mu.Lock()
+		c.done = true
+		c.idle.Broadcast()
+		c.mu.Unlock()
+	})
+	return nil
+}
+
+// SessionID implements sdk.Connection; a stdio session has none.
+func (c *lineConn) SessionID() string { return "" }
+
+// decodeLine applies SPEC §9 to one line: nil, nil for a blank line; the
+// message to hand to the SDK; or the JSON-RPC error line to answer
+// instead.
+func decodeLine(l line) (jsonrpc.Message, []byte) {
+	if l.tooLong {
+		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: the line is longer than 16 MiB")
+	}
+	data := bytes.TrimSuffix(bytes.TrimSuffix(l.data, []byte("\n")), []byte("\r"))
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil
+	}
+	if !utf8.Valid(data) || !json.Valid(data) {
+		return nil, rpcError(nil, jsonrpc.CodeParseError, "Parse error: the line is not JSON")
+	}
+	id := idOf(data)
+	if _, err := strictjson.Parse(data); err != nil && !strictOutsideArguments(data) {
+		return nil, rpcError(id, jsonrpc.CodeInvalidRequest, "Invalid Request: a duplicate key, or a string that is not valid Unicode, outside params.arguments")
+	}
+	if bytes.TrimSpace(data)[0] != '{' {
+		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: a message is one JSON object; batches are not accepted")
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return nil, rpcError(id, jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message")
+	}
+	return msg, nil
+}
+
+// strictOutsideArguments reports whether data, valid JSON that failed the
+// strict check, passes it once the value of params.arguments is set
+// aside: the fault is then inside the tool's arguments, which the tool
+// itself answers (INVALID_JSON).
+func strictOutsideArguments(data []byte) bool {
+	start, end, ok := argumentsSpan(data)
+	if !ok {
+		return false
+	}
+	rest := append(append(append([]byte{}, data[:start]...), "{}"...), data[end:]...)
+	_, err := strictjson.Parse(rest)
+	return err == nil
+}
+
+// argumentsSpan finds the byte span of the value of params.arguments in
+// the valid JSON object data, the first of each key.
+func argumentsSpan(data []byte) (start, end int, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return 0, 0, false
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return 0, 0, false
+		}
+		if key != "params" {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return 0, 0, false
+			}
+			continue
+		}
+		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+			return 0, 0, false
+		}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return 0, 0, false
+			}
+			before := dec.InputOffset()
+			var v json.RawMessage
+			if dec.Decode(&v) != nil {
+				return 0, 0, false
+			}
+			if k == "arguments" {
+				after := int(dec.InputOffset())
+				// The value starts after the colon and white space.
+				s := int(before)
+				for s < after && (data[s] == ':' || data[s] == ' ' || data[s] == '\t' || data[s] == '\n' || data[s] == '\r') {
+					s++
+				}
+				return s, after, true
+			}
+		}
+		return 0, 0, false
+	}
+	return 0, 0, false
+}
+
+// idOf returns the line's "id" when it is present once and valid (a
+// string, or a number that is an integer), as its JSON literal; else nil.
+func idOf(data []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var id json.RawMessage
+	seen := 0
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return nil
+		}
+		if key == "id" {
+			seen++
+			id = v
+		}
+	}
+	if seen != 1 {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(id, &s) == nil {
+		return id
+	}
+	if _, err := strconv.ParseInt(string(id), 10, 64); err == nil {
+		return id
+	}
+	return nil
+}
+
+// rpcError is a JSON-RPC error response line (without its newline) for
+// the id, or id null.
+func rpcError(id json.RawMessage, code int64, message string) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	data, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc.Error   `json:"error"`
+	}{"2.0", id, jsonrpc.Error{Code: code, Message: message}})
+	return data
+}

@@ -1,0 +1,124 @@
+// Package mcp is metricproof's Model Context Protocol transport (SPEC §9):
+// "tool-runner mcp" serves the three tools to any MCP host over standard
+// input and output, over the same app as the one-shot protocol.
+//
+// It only frames. The SDK (github.com/modelcontextprotocol/go-sdk) speaks
+// the protocol: the handshake, tools/list, tools/call, cancellation. In
+// front of it sits a line transport of our own ([lineTransport]) that runs
+// the strict JSON check of SPEC §9 on every line, answers what the SDK
+// would mishandle (a NaN, a batch, a duplicate key outside the tool's
+// arguments) and keeps the session going, and holds end of input back
+// until every call is answered. The tools are registered with the SDK's
+// low-level Server.AddTool, so the raw bytes of params.arguments reach the
+// app, which checks them as it checks a one-shot request; their schemas are
+// derived from contracts/schemas ([Tools]).
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/metricproof/metricproof/app"
+)
+
+// ServerName is the serverInfo name the server announces.
+const ServerName = "metricproof"
+
+// Usage is what "tool-runner mcp --help" prints.
+const Usage = `usage: tool-runner mcp --workspace W [--output-dir O] [--cancel-file F]
+                       [--ledger L] [--signing-key K] [--trusted-key P]
+
+Serves inspect_inputs, analyze and verify_result as a Model Context Protocol
+server over standard input and output (JSON-RPC, one message per line).
+The options are those of the one-shot runner (tool-runner --help), all
+checked at start: a fault prints one line naming its code to standard error
+and exits 2. The server runs until its input ends, or SIGINT or SIGTERM,
+answers the calls in flight, and exits 0.
+`
+
+// Serve runs "tool-runner mcp" with args (the command line after "mcp")
+// and returns the exit status: 0 after the session, 2 for an option fault,
+// which is one line on stderr. When ctx is cancelled (SIGINT, SIGTERM) the
+// server stops taking calls, cancels the calls in flight, writes their
+// answers and returns 0.
+func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, wire app.Wire, version string) int {
+	o, e := app.ParseOptions(app.MCP, args)
+	if e != nil {
+		return optionFault(stderr, e)
+	}
+	if o.Help {
+		_, _ = io.WriteString(stdout, Usage)
+		return 0
+	}
+	svc, e := app.Open(o, wire)
+	if e != nil {
+		return optionFault(stderr, e)
+	}
+	defer svc.Close()
+	if e := svc.CheckPaths(); e != nil {
+		return optionFault(stderr, e)
+	}
+	server, err := NewServer(svc, version, ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", app.InternalError, err)
+		return 2
+	}
+	session, err := server.Connect(context.WithoutCancel(ctx), LineTransport(stdin, stdout, ctx.Done()), nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: the session could not start\n", app.InternalError)
+		return 2
+	}
+	_ = session.Wait() // the end of input, or a stop after the calls in flight
+	return 0
+}
+
+// optionFault reports a fault of the options or of their paths: one line
+// naming its code, exit 2.
+func optionFault(stderr io.Writer, e *app.Error) int {
+	fmt.Fprintf(stderr, "%s: %s\n", e.Code, e.Message)
+	return 2
+}
+
+// NewServer returns the MCP server of svc: the three tools, capabilities
+// "tools" only. stop cancels every call in flight when it is done.
+func NewServer(svc *app.Service, version string, stop context.Context) (*sdk.Server, error) {
+	tools, err := Tools()
+	if err != nil {
+		return nil, err
+	}
+	server := sdk.NewServer(&sdk.Implementation{Name: ServerName, Version: version}, &sdk.ServerOptions{
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		Logger:       slog.New(slog.DiscardHandler),
+	})
+	for _, t := range tools {
+		server.AddTool(t, handler(svc, t.Name, stop))
+	}
+	return server, nil
+}
+
+// handler answers tools/call of one tool: the raw bytes of
+// params.arguments go to the app as they arrived; the answer is the
+// response object of SPEC §3, as the text content and as the structured
+// content, with isError exactly when ok is false.
+func handler(svc *app.Service, tool string, stop context.Context) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(stop, cancel)()
+		var raw []byte
+		if req.Params != nil {
+			raw = req.Params.Arguments
+		}
+		a := svc.Serve(ctx, app.Input{Transport: app.MCPCalls, Tool: tool, Data: raw})
+		return &sdk.CallToolResult{
+			Content:           []sdk.Content{&sdk.TextContent{Text: string(a.JSON)}},
+			StructuredContent: json.RawMessage(a.JSON),
+			IsError:           !a.OK(),
+		}, nil
+	}
+}
