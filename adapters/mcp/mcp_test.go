@@ -67,7 +67,7 @@ func (w *world) wire(o app.Options) (app.Ports, io.Closer, error) {
 		cancel = w.ws.Marker(o.CancelFile)
 	}
 	return app.Ports{Sources: w.ws, Paths: w.ws, Evidence: w.ws, Ledger: w.ws, Cancel: cancel,
-		Clock: porttest.FixedClock(time.Date(2026, 12, 1, 7, 30, 0, 0, time.UTC)),
+		Clock:  porttest.FixedClock(time.Date(2026, 12, 1, 7, 30, 0, 0, time.UTC)),
 		Engine: porttest.FixedEngine{SHA256: strings.Repeat("e", 64), GoVersion: "go1.26.8"}}, nil, nil
 }
 
@@ -212,7 +212,7 @@ func TestTheThreeToolsOverMCP(t *testing.T) {
 		args any
 		code string
 	}{
-		{"inspect_inputs", nil, ""},                                   // absent arguments are {}
+		{"inspect_inputs", nil, ""}, // absent arguments are {}
 		{"inspect_inputs", map[string]any{"path": "/etc"}, "INVALID_ARGUMENTS"},
 		{"analyze", map[string]any{"expected_source_digest": digest, "extra": 1}, "INVALID_ARGUMENTS"},
 		{"analyze", map[string]any{"expected_source_digest": strings.Repeat("0", 64)}, "STALE_CONTEXT"},
