@@ -1,15 +1,26 @@
 // Package adapters is the home of everything that touches the world outside
-// the calculation; each subpackage adapts one thing and implements ports:
+// the calculation. Each subpackage adapts one thing.
 //
-//   - osfs: the real filesystem (os.Root, flock, renameat2, fsync); production.
+// Driven adapters implement ports, and never import app or one another:
+//
+//   - osfs: the real filesystem (os.Root, flock, renameat2, fsync) for the
+//     sources, the evidence store and the call ledger; production.
 //   - memfs: an afero filesystem, MemMapFs in tests; deterministic and fast.
-//   - stdio: the one-shot stdio transport's bounded reader and line writer.
+//   - keyfile: the operator's Ed25519 keys from PEM files.
 //   - sysclock: the system clock.
-//   - engine: the running executable's SHA256 and build facts.
+//   - engine: the running executable's SHA256 (taken once) and build facts.
 //   - porttest: the contract suites every adapter of a port must pass, and
-//     fixed fakes for the clock and engine.
+//     fixed fakes for the clock and engine (it imports the adapters it
+//     tests).
 //
-// Adapters import only domain, ports, the standard library and the
-// third-party packages they adapt; they never import app or each other
-// (porttest aside, which exists to test them).
+// Driving adapters are the transports: they drive the app, so they import
+// it, and never one another. They only frame; every check and code is the
+// app's.
+//
+//   - stdio: the one-shot protocol (options, usage, the bounded read, the
+//     line, exit statuses) and the operator command "tool-runner ledger".
+//   - mcp: "tool-runner mcp", a Model Context Protocol server over the SDK,
+//     behind a strict line transport of its own.
+//
+// architecture_test.go at the repository's root keeps these rules.
 package adapters

@@ -1,15 +1,32 @@
 // Package app holds metricproof's three use cases (inspect_inputs, analyze,
-// verify_result) and protocol 1.0 around them: the options, the request
-// checks of SPEC §2 in their order, and the response envelope of SPEC §3.
+// verify_result) as a service that transports drive: the decoding of one
+// call (SPEC §2, and §9 over MCP), the use cases, the response object of
+// SPEC §3, signed evidence (SPEC §10) and the call ledger's records (SPEC
+// §11).
 //
-// It is the only place that turns failures into the protocol's error codes:
-// [classify] is the one table from domain and port errors to [Code]s, and a
-// [Code] alone decides the status, exit status and retryability. A refusal
-// is a value: every path, including a recovered panic, ends in exactly one
-// [Reply].
+// # How a call runs
+//
+// A transport opens a [Service] once ([Open]: the workspace, the keys and
+// the ledger's place, decided before any input is read), and hands it
+// every call as an [Input]: the raw bytes as they arrived. [Service.Serve]
+// runs the ledger's pre-check, the request checks in their declared order,
+// the tool (under the call's context, which every cancel check reads
+// beside the operator's marker), and appends the call's record, and returns
+// one [Answer]: the response object encoded once, which the stdio transport
+// writes as its line and the MCP transport as its tool result. A panic
+// anywhere below is recovered into INTERNAL_ERROR.
+//
+// # Codes
+//
+// app is the only place that turns failures into the protocol's codes:
+// [classify] is the one table from failures to [Code]s. Checks do not pick
+// codes; they return what they found (a port or domain error, or a
+// finding), and the step that ran them, declared beside each check,
+// decides the code. A [Code] alone decides the status and retryability;
+// exit statuses are the stdio transport's.
 //
 // The app reaches the world only through the interfaces of package ports,
 // which a composition root (cmd/tool-runner) fills with adapters.
 //
-// Start reading at [Runner.Run].
+// Start reading at [Service.Serve].
 package app
