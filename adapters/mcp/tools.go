@@ -120,11 +120,21 @@ func InputSchema(tool string) (json.RawMessage, error) {
 
 // OutputSchema is the tool's outputSchema (SPEC §9): the whole response
 // object of SPEC §3, self-contained, with tool fixed to its name and
-// result its result schema or null, so error results conform too.
+// result its result schema or null, so error results conform too. Of the
+// response schema's conditions, the ones about other tools are dropped.
 func OutputSchema(tool string) (json.RawMessage, error) {
 	response, err := loadSchema("response")
 	if err != nil {
 		return nil, err
+	}
+	if conditions, ok := response["allOf"].([]any); ok {
+		var kept []any
+		for _, c := range conditions {
+			if about, ok := conditionTool(c); !ok || about == tool {
+				kept = append(kept, c)
+			}
+		}
+		response["allOf"] = kept
 	}
 	schema, err := inline(response, "response", 0)
 	if err != nil {
@@ -143,10 +153,20 @@ func OutputSchema(tool string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	delete(obj, "allOf") // the per-tool correlation, replaced by what follows
 	props["tool"] = map[string]any{"type": "string", "const": tool}
 	props["result"] = map[string]any{"anyOf": []any{inlined, map[string]any{"type": "null"}}}
 	return json.Marshal(obj)
+}
+
+// conditionTool returns the tool an if/then condition of the response
+// schema is about, if it is about one.
+func conditionTool(c any) (string, bool) {
+	m, _ := c.(map[string]any)
+	cond, _ := m["if"].(map[string]any)
+	props, _ := cond["properties"].(map[string]any)
+	t, _ := props["tool"].(map[string]any)
+	name, ok := t["const"].(string)
+	return name, ok
 }
 
 // resultSchemaName is the schema of the tool's result.
