@@ -244,6 +244,7 @@ func (s *Service) CheckChain() (LedgerReport, *Error) {
 		if e.Code != LedgerTampered {
 			return LedgerReport{}, e
 		}
+		e.Message += "; records from this line on cannot be trusted: keep a copy of the ledger, and see README (The call ledger) before repairing it"
 		return LedgerReport{Line: n, Fault: e}, nil
 	}
 	return report, nil
