@@ -206,7 +206,10 @@ type LedgerStore interface {
 	// ErrNotRegular; the record's own error is returned as it is.
 	Append(rel string, wait time.Duration, record func(last []byte) ([]byte, error)) error
 	// ScanLedger calls line with every line of the ledger in order, each
-	// with its newline when it has one, until line returns an error.
+	// with its newline when it has one, until line returns an error. It
+	// reads the ledger as it was when the scan began, and appends made
+	// meanwhile neither wait for it nor show in it. A missing ledger is
+	// ErrMissing; something other than a regular file, ErrNotRegular.
 	ScanLedger(rel string, line func(data []byte) error) error
 }
 

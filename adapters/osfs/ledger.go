@@ -122,7 +122,10 @@ func cutBack(f *os.File, size int64, err error) error {
 	return err
 }
 
-// ScanLedger implements ports.LedgerStore, under a shared flock. A line
+// ScanLedger implements ports.LedgerStore. It holds the shared flock only
+// to learn the ledger's length, then reads that much: bytes before it are
+// never rewritten (appends add after it, and a failed append cuts back
+// only its own bytes), and a long scan never holds an append up. A line
 // longer than maxLedgerLineBytes is handed over cut at that length.
 func (w *Workspace) ScanLedger(rel string, line func([]byte) error) (err error) {
 	defer func() { err = withCause(err) }()
@@ -137,7 +140,14 @@ func (w *Workspace) ScanLedger(rel string, line func([]byte) error) (err error) 
 	if err := lockWithin(f, unix.LOCK_SH, 10*time.Second); err != nil {
 		return err
 	}
-	r := bufio.NewReaderSize(f, 64<<10)
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, fi.Size()), 64<<10)
 	for {
 		data, err := readLine(r)
 		if len(data) > 0 {

@@ -15,7 +15,7 @@ import (
 // only a real disk can show (another process's flock, a short write, a
 // FIFO, a sparse file too large to read) is in osfs's own tests.
 func LedgerStore(t *testing.T, newSubject Factory) {
-	const wait = time.Second // never needed: nothing else holds the lock here
+	const wait = time.Second // never needed: nothing else holds the lock here, or the test fails
 
 	t.Run("a missing or empty ledger has no last line", func(t *testing.T) {
 		is := is.New(t)
@@ -163,6 +163,23 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		})
 		is.True(errors.Is(err, stop))
 		is.Equal(lines, []string{"a\n", "b\n"})
+	})
+
+	t.Run("a scan shows the ledger as it began and holds no append up", func(t *testing.T) {
+		// A check of a long ledger must not make the calls of that time
+		// wait, and fail, behind it.
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"ledger.jsonl": "one\ntwo\n"})
+		var lines []string
+		is.NoErr(s.Ledger.ScanLedger("ledger.jsonl", func(line []byte) error {
+			if len(lines) == 0 {
+				is.NoErr(s.Ledger.Append("ledger.jsonl", wait, func([]byte) ([]byte, error) { return []byte("three\n"), nil })) // not held up
+			}
+			lines = append(lines, string(line))
+			return nil
+		}))
+		is.Equal(lines, []string{"one\n", "two\n"}) // the ledger as the scan began
+		is.Equal(read(t, s, "ledger.jsonl"), "one\ntwo\nthree\n")
 	})
 
 	t.Run("a scan of a missing ledger is ErrMissing", func(t *testing.T) {
