@@ -710,6 +710,10 @@ func tamperCases() []tamperCase {
 			old := field(t, l[4], "engine_sha256")
 			return join(set(l, 4, replaceIn(t, l[4], old, `"engine_sha256":"`+strings.Repeat("Z", 64)+`"`))...)
 		}, 5, true},
+		{"the last record given a run it did not commit", func(t *testing.T, l []string) string {
+			edited := replaceIn(t, l[4], `"run_id":null,"result_sha256":null`, `"run_id":"i2","result_sha256":"`+zeros+`"`)
+			return join(set(l, 4, edited)...)
+		}, 5, true},
 		{"the last record edited in form", func(t *testing.T, l []string) string { return join(set(l, 4, otherTime(t, l[4]))...) }, 0, false},
 		{"the last record removed", func(t *testing.T, l []string) string { return join(l[:4]...) }, 0, false},
 	}
