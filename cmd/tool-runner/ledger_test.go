@@ -828,13 +828,17 @@ func TestATornLastLineIsRefusedUntilRepairedAsReadmeSays(t *testing.T) {
 	is.True(strings.Contains(o.message(), "README"))
 	v, _ := ledgerCommand(t, ws, "--workspace", ws, "--ledger", "ledger.jsonl")
 	is.Equal(v["line"], json.Number("3"))
+	is.True(strings.Contains(v["message"].(string), "README"))
 
-	// The repair of README: tail -c 200 shows the torn end; keep a copy;
-	// truncate the file to the length up to its last newline.
+	// The repair of README: the ledger command names line K, the last;
+	// keep a copy; truncate to the bytes of lines 1..K-1
+	// (head -n K-1 | wc -c).
+	k, err := v["line"].(json.Number).Int64()
+	is.NoErr(err)
 	data, err := os.ReadFile(ledger)
 	is.NoErr(err)
 	writeFile(t, ledger+".damaged", data)
-	is.NoErr(os.Truncate(ledger, int64(strings.LastIndexByte(string(data), '\n')+1)))
+	is.NoErr(os.Truncate(ledger, int64(len(strings.Join(splitLines(string(data))[:k-1], "")))))
 
 	o = call(t, ws, inspectRequest("i3"), args...)
 	is.Equal(o.exit, 0)
