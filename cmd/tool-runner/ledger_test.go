@@ -227,9 +227,6 @@ func verifiedLedger(t *testing.T, ws, ledger string) (records int64, head string
 	return n, v["head"].(string)
 }
 
-// ptr returns a pointer to s.
-func ptr(s string) *string { return &s }
-
 // Every kind of call, on one workspace, one after another: each leaves
 // exactly one new line in the ledger, chained to the one before, whose
 // fields are what the call saw and answered. Successes of the three tools,
