@@ -100,17 +100,25 @@ func (s *Service) ledgerLocation() (string, *Error) {
 	if err != nil {
 		return "", classify(resolvingLedger, "", err)
 	}
+	// elsewhere is a refusal of the ledger's place, with the way out.
+	elsewhere := func(err error) *Error {
+		return classify(resolvingLedger, "", found("%v; give --ledger another path", err))
+	}
 	if err := s.writable(loc.Rel, "the ledger"); err != nil {
-		return "", classify(resolvingLedger, "", err)
+		return "", elsewhere(err)
+	}
+	if path.Base(loc.Rel) == ports.LockFile {
+		// Appends would wait on analyze's writer lock, and analyze on them.
+		return "", elsewhere(found("the ledger may not be a writer lock file (%s)", ports.LockFile))
 	}
 	dirRel := path.Dir(loc.Rel)
 	if err := s.clearOfEvidence(dirRel, "the ledger's directory"); err != nil {
-		return "", classify(resolvingLedger, "", err)
+		return "", elsewhere(err)
 	}
 	if s.opts.OutputDir != "" {
 		out, err := s.p.Paths.Resolve(s.opts.OutputDir)
 		if err == nil && (loc.Rel == out.Rel || dirRel != out.Rel && within(dirRel, out.Rel)) {
-			return "", classify(resolvingLedger, "", found("the ledger may lie in the output directory itself or outside it, never below it"))
+			return "", elsewhere(found("the ledger may lie in the output directory itself or outside it, never below it"))
 		}
 	}
 	dir, err := s.p.Paths.Resolve(dirRel)

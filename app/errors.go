@@ -217,24 +217,26 @@ func classify(s step, subject string, err error) *Error {
 	case resolvingLedger:
 		switch {
 		case errors.Is(err, ports.ErrOutside):
-			return fail(PathBoundary, "the ledger resolves outside the workspace")
+			return fail(PathBoundary, "the ledger resolves outside the workspace; give --ledger a path inside it")
 		case errors.Is(err, ports.ErrNotDir), errors.Is(err, ports.ErrMissing):
 			return fail(InvalidOutput, "the ledger's directory does not exist; create it first")
 		case errors.Is(err, ports.ErrNotRegular):
-			return fail(InvalidOutput, "the ledger exists and is not a regular file")
+			return fail(InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
 		}
 		return fail(IOOrNumericError, "the ledger could not be resolved%s", because(err))
 	case checkingLedger:
-		if errors.Is(err, ports.ErrMissing) {
-			return fail(InvalidOptions, "the ledger does not exist; the first call recorded in it creates it")
-		}
-		if errors.Is(err, ports.ErrNotRegular) {
-			return fail(InvalidOutput, "the ledger exists and is not a regular file")
+		switch {
+		case errors.Is(err, ports.ErrMissing):
+			return fail(InvalidOptions, "the ledger does not exist (the first call recorded in it creates it); check the --ledger path")
+		case errors.Is(err, ports.ErrNotRegular):
+			return fail(InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
+		case errors.Is(err, ports.ErrBusy):
+			return fail(IOOrNumericError, "the ledger stayed locked by another process for %d s; nothing was run: retry when it is done", LedgerWaitSeconds)
 		}
 		return fail(IOOrNumericError, "the ledger could not be read%s; nothing was run", because(err))
 	case appendingLedger:
 		if errors.Is(err, ports.ErrBusy) {
-			return fail(IOOrNumericError, "the ledger stayed locked by another process for 10 s, so this call was not recorded")
+			return fail(IOOrNumericError, "the ledger stayed locked by another process for %d s, so this call was not recorded", LedgerWaitSeconds)
 		}
 		return fail(IOOrNumericError, "recording the call in the ledger failed%s", because(err))
 	case readingInput:

@@ -173,8 +173,12 @@ func recordFault(r Record) string {
 	case r.Status == "success" && r.Code != nil,
 		r.Status != "success" && (r.Code == nil || !contains(codeNames(), string(*r.Code)) || r.Code.Status() != r.Status):
 		return "status and code disagree"
-	case (r.RunID == nil) != (r.ResultSHA256 == nil), r.RunID != nil && !domain.ValidID(*r.RunID):
+	case r.Status == "success" && (r.RequestID == nil || r.Tool == nil):
+		return "a success names no request_id or tool"
+	case (r.RunID == nil) != (r.ResultSHA256 == nil):
 		return "run_id and result_sha256 disagree"
+	case r.RunID != nil && (r.Status != "success" || *r.Tool != ToolAnalyze || *r.RunID != *r.RequestID):
+		return "run_id is set, but only a successful analyze commits a run, named by its request_id"
 	}
 	return ""
 }
@@ -244,6 +248,7 @@ func (s *Service) CheckChain() (LedgerReport, *Error) {
 		if e.Code != LedgerTampered {
 			return LedgerReport{}, e
 		}
+		e.Message += "; records from this line on cannot be trusted: keep a copy of the ledger, and see README (The call ledger) before repairing it"
 		return LedgerReport{Line: n, Fault: e}, nil
 	}
 	return report, nil

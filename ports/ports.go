@@ -201,11 +201,16 @@ type LedgerStore interface {
 	// and then fsyncing its directory, when it is missing), waiting at
 	// most wait (else ErrBusy), reads the last line, and appends what
 	// record returns for it with one write to the file opened with
-	// O_APPEND, then fsyncs it. A short write is truncated back to the
-	// length before it, still under the lock.
+	// O_APPEND, then fsyncs it. A short write, or a failed fsync, is
+	// truncated back to the length before it, still under the lock, and
+	// reported. Something other than a regular file at rel is
+	// ErrNotRegular; the record's own error is returned as it is.
 	Append(rel string, wait time.Duration, record func(last []byte) ([]byte, error)) error
 	// ScanLedger calls line with every line of the ledger in order, each
-	// with its newline when it has one, until line returns an error.
+	// with its newline when it has one, until line returns an error. It
+	// reads the ledger as it was when the scan began, and appends made
+	// meanwhile neither wait for it nor show in it. A missing ledger is
+	// ErrMissing; something other than a regular file, ErrNotRegular.
 	ScanLedger(rel string, line func(data []byte) error) error
 }
 

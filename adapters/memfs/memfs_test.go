@@ -22,13 +22,16 @@ func subject(t *testing.T, files map[string]string) porttest.Subject {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tree.Subject(ws, ws, ws, ws.Marker)
+	s := tree.Subject(ws, ws, ws, ws.Marker)
+	s.Ledger = ws
+	return s
 }
 
 func TestSourceReaderContract(t *testing.T)  { porttest.SourceReader(t, subject) }
 func TestPathResolverContract(t *testing.T)  { porttest.PathResolver(t, subject) }
 func TestCancellerContract(t *testing.T)     { porttest.Canceller(t, subject) }
 func TestEvidenceStoreContract(t *testing.T) { porttest.EvidenceStore(t, subject) }
+func TestLedgerStoreContract(t *testing.T)   { porttest.LedgerStore(t, subject) }
 
 // statFails is a MemMapFs whose Stat fails for one path, as a disk fault
 // would.

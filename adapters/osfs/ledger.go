@@ -60,7 +60,10 @@ func (w *Workspace) Append(rel string, wait time.Duration, record func(last []by
 			f, err = w.root.OpenFile(rel, os.O_RDWR|os.O_APPEND|syscall.O_NONBLOCK, 0)
 		}
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, syscall.EISDIR):
+		return ports.ErrNotRegular
+	case err != nil:
 		return classify(err)
 	}
 	defer f.Close() // closing releases the flock
@@ -82,32 +85,47 @@ func (w *Workspace) Append(rel string, wait time.Duration, record func(last []by
 	if err != nil {
 		return err
 	}
-	if n, err := f.Write(line); err != nil || n != len(line) {
-		// A short write leaves a torn line: cut it off, still under the
-		// lock, so the next call can build on the ledger.
-		if terr := f.Truncate(fi.Size()); terr != nil {
-			return errors.Join(err, terr, errors.New("the torn record could not be cut off"))
-		}
+	if n, err := w.write(f, line); err != nil || n != len(line) {
 		if err == nil {
 			err = io.ErrShortWrite
 		}
-		return err
+		// A short write leaves a torn line: cut it off, still under the
+		// lock, so the next call can build on the ledger.
+		return cutBack(f, fi.Size(), err)
 	}
+	// A record whose fsync failed may or may not be on the disk, and the
+	// call will not answer what it holds: cut it off as well, so that the
+	// ledger never records a response that was not sent.
 	if err := w.sync(f); err != nil {
-		return err
+		return cutBack(f, fi.Size(), err)
 	}
 	if created {
 		d, err := w.root.Open(path.Dir(rel))
-		if err != nil {
-			return err
+		if err == nil {
+			err = w.sync(d)
+			d.Close()
 		}
-		defer d.Close()
-		return w.sync(d)
+		if err != nil {
+			return cutBack(f, fi.Size(), err)
+		}
 	}
 	return nil
 }
 
-// ScanLedger implements ports.LedgerStore, under a shared flock. A line
+// cutBack truncates the ledger back to size after a failed append, and
+// returns the append's error, joined with the truncation's if that failed
+// too.
+func cutBack(f *os.File, size int64, err error) error {
+	if terr := f.Truncate(size); terr != nil {
+		return errors.Join(err, terr, errors.New("the torn record could not be cut off"))
+	}
+	return err
+}
+
+// ScanLedger implements ports.LedgerStore. It holds the shared flock only
+// to learn the ledger's length, then reads that much: bytes before it are
+// never rewritten (appends add after it, and a failed append cuts back
+// only its own bytes), and a long scan never holds an append up. A line
 // longer than maxLedgerLineBytes is handed over cut at that length.
 func (w *Workspace) ScanLedger(rel string, line func([]byte) error) (err error) {
 	defer func() { err = withCause(err) }()
@@ -122,7 +140,14 @@ func (w *Workspace) ScanLedger(rel string, line func([]byte) error) (err error) 
 	if err := lockWithin(f, unix.LOCK_SH, 10*time.Second); err != nil {
 		return err
 	}
-	r := bufio.NewReaderSize(f, 64<<10)
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, fi.Size()), 64<<10)
 	for {
 		data, err := readLine(r)
 		if len(data) > 0 {

@@ -19,10 +19,13 @@ func newSubject(t *testing.T, files map[string]string) porttest.Subject {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	return tree.Subject(ws, ws, ws, ws.Marker)
+	s := tree.Subject(ws, ws, ws, ws.Marker)
+	s.Ledger = ws
+	return s
 }
 
 func TestSourceReaderContract(t *testing.T)  { porttest.SourceReader(t, newSubject) }
 func TestPathResolverContract(t *testing.T)  { porttest.PathResolver(t, newSubject) }
 func TestCancellerContract(t *testing.T)     { porttest.Canceller(t, newSubject) }
 func TestEvidenceStoreContract(t *testing.T) { porttest.EvidenceStore(t, newSubject) }
+func TestLedgerStoreContract(t *testing.T)   { porttest.LedgerStore(t, newSubject) }

@@ -37,6 +37,9 @@ type Workspace struct {
 	// sync flushes a file or directory to stable storage; tests replace it
 	// to inject failures.
 	sync func(*os.File) error
+	// write is the ledger's one write of a record; tests replace it to
+	// inject a short write.
+	write func(*os.File, []byte) (int, error)
 }
 
 var (
@@ -74,7 +77,7 @@ func Open(path string) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Workspace{root: root, real: real, sync: (*os.File).Sync}, nil
+	return &Workspace{root: root, real: real, sync: (*os.File).Sync, write: (*os.File).Write}, nil
 }
 
 // Close releases the workspace.

@@ -30,6 +30,8 @@ type Subject struct {
 	Sources  ports.SourceReader
 	Paths    ports.PathResolver
 	Evidence ports.EvidenceStore
+	// Ledger is the adapter's call ledger store; the factory sets it.
+	Ledger ports.LedgerStore
 	// Marker returns the adapter's cancel marker at an operator path.
 	Marker func(path string) ports.Canceller
 	// Abs returns the absolute form of a workspace-relative path.

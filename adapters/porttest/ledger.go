@@ -1,0 +1,202 @@
+package porttest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/ports"
+)
+
+// LedgerStore runs the ports.LedgerStore contract on Subject.Ledger. What
+// only a real disk can show (another process's flock, a short write, a
+// FIFO, a sparse file too large to read) is in osfs's own tests.
+func LedgerStore(t *testing.T, newSubject Factory) {
+	const wait = time.Second // never needed: nothing else holds the lock here, or the test fails
+
+	t.Run("a missing or empty ledger has no last line", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"log/": "", "log/empty.jsonl": ""})
+		last, err := s.Ledger.LastLine("log/missing.jsonl")
+		is.NoErr(err)
+		is.Equal(last, nil) // missing
+		last, err = s.Ledger.LastLine("log/empty.jsonl")
+		is.NoErr(err)
+		is.Equal(last, nil) // empty
+		is.NoErr(s.Ledger.Append("log/empty.jsonl", wait, func(last []byte) ([]byte, error) {
+			is.Equal(last, nil) // an empty ledger hands no last line to the record
+			return []byte("first\n"), nil
+		}))
+		is.Equal(read(t, s, "log/empty.jsonl"), "first\n")
+	})
+
+	t.Run("the first append creates the ledger", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"log/": ""})
+		calls := 0
+		is.NoErr(s.Ledger.Append("log/ledger.jsonl", wait, func(last []byte) ([]byte, error) {
+			calls++
+			is.Equal(last, nil)
+			return []byte("first\n"), nil
+		}))
+		is.Equal(calls, 1) // the record is built exactly once
+		is.Equal(read(t, s, "log/ledger.jsonl"), "first\n")
+		is.Equal(s.List("log"), []string{"ledger.jsonl"}) // nothing else made beside it
+	})
+
+	t.Run("each append sees the line before it and adds its own", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, nil)
+		var seen []string
+		for _, line := range []string{"one\n", "two\n", "three\n"} {
+			is.NoErr(s.Ledger.Append("ledger.jsonl", wait, func(last []byte) ([]byte, error) {
+				seen = append(seen, string(last))
+				return []byte(line), nil
+			}))
+		}
+		is.Equal(seen, []string{"", "one\n", "two\n"}) // each record saw the previous line, newline included
+		is.Equal(read(t, s, "ledger.jsonl"), "one\ntwo\nthree\n")
+		last, err := s.Ledger.LastLine("ledger.jsonl")
+		is.NoErr(err)
+		is.Equal(string(last), "three\n")
+	})
+
+	t.Run("the last line is found whatever comes before it", func(t *testing.T) {
+		is := is.New(t)
+		// 256 KiB without a newline, NULs and invalid UTF-8 included: no
+		// scan from the start could parse it, and none is needed.
+		garbage := strings.Repeat("\x00\xff not a record ", 256<<10/16)
+		s := newSubject(t, map[string]string{"ledger.jsonl": garbage + "\nlast\n"})
+		last, err := s.Ledger.LastLine("ledger.jsonl")
+		is.NoErr(err)
+		is.Equal(string(last), "last\n")
+		is.NoErr(s.Ledger.Append("ledger.jsonl", wait, func(last []byte) ([]byte, error) {
+			is.Equal(string(last), "last\n")
+			return []byte("next\n"), nil
+		}))
+		is.Equal(read(t, s, "ledger.jsonl"), garbage+"\nlast\nnext\n")
+	})
+
+	t.Run("a last line is handed over as it is, torn or empty", func(t *testing.T) {
+		tests := []struct{ name, ledger, last string }{
+			{"without a newline", "one\ntwo", "two"},
+			{"an only line without a newline", "only", "only"},
+			{"an empty line", "one\n\n", "\n"},
+			{"a lone newline", "\n", "\n"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				is := is.New(t)
+				s := newSubject(t, map[string]string{"ledger.jsonl": tt.ledger})
+				last, err := s.Ledger.LastLine("ledger.jsonl")
+				is.NoErr(err)
+				is.Equal(string(last), tt.last)
+				err = s.Ledger.Append("ledger.jsonl", wait, func(last []byte) ([]byte, error) {
+					is.Equal(string(last), tt.last) // the append sees the same line
+					return nil, errors.New("refused")
+				})
+				is.True(err != nil)
+				is.Equal(read(t, s, "ledger.jsonl"), tt.ledger) // nothing appended
+			})
+		}
+	})
+
+	t.Run("a record that fails appends nothing", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"ledger.jsonl": "one\n"})
+		boom := errors.New("the record could not be built")
+		err := s.Ledger.Append("ledger.jsonl", wait, func([]byte) ([]byte, error) { return nil, boom })
+		is.True(errors.Is(err, boom)) // the record's own error comes back
+		is.Equal(read(t, s, "ledger.jsonl"), "one\n")
+
+		err = s.Ledger.Append("new.jsonl", wait, func([]byte) ([]byte, error) { return nil, boom })
+		is.True(errors.Is(err, boom))
+		if data, err := s.Read("new.jsonl"); err == nil {
+			is.Equal(string(data), "") // a ledger it created holds no record
+		}
+	})
+
+	t.Run("something other than a regular file is ErrNotRegular", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"ledger.jsonl/": "", "ledger.jsonl/inside": "x"})
+		_, err := s.Ledger.LastLine("ledger.jsonl")
+		is.True(errors.Is(err, ports.ErrNotRegular)) // LastLine
+		err = s.Ledger.Append("ledger.jsonl", wait, func([]byte) ([]byte, error) {
+			t.Error("the record was built for a directory")
+			return []byte("x\n"), nil
+		})
+		is.True(errors.Is(err, ports.ErrNotRegular)) // Append
+		err = s.Ledger.ScanLedger("ledger.jsonl", func([]byte) error { return nil })
+		is.True(errors.Is(err, ports.ErrNotRegular)) // ScanLedger
+		is.Equal(s.List("ledger.jsonl"), []string{"inside"})
+	})
+
+	t.Run("a scan hands over every line in order", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"ledger.jsonl": "a\nb\n\nc", "empty.jsonl": ""})
+		var lines []string
+		is.NoErr(s.Ledger.ScanLedger("ledger.jsonl", func(line []byte) error {
+			lines = append(lines, string(line))
+			return nil
+		}))
+		is.Equal(lines, []string{"a\n", "b\n", "\n", "c"}) // each with its newline, the torn last as it is
+
+		calls := 0
+		is.NoErr(s.Ledger.ScanLedger("empty.jsonl", func([]byte) error { calls++; return nil }))
+		is.Equal(calls, 0) // an empty ledger has no line
+	})
+
+	t.Run("a scan stops at the first error and returns it", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"ledger.jsonl": "a\nb\nc\n"})
+		stop := errors.New("bad line")
+		var lines []string
+		err := s.Ledger.ScanLedger("ledger.jsonl", func(line []byte) error {
+			lines = append(lines, string(line))
+			if len(lines) == 2 {
+				return stop
+			}
+			return nil
+		})
+		is.True(errors.Is(err, stop))
+		is.Equal(lines, []string{"a\n", "b\n"})
+	})
+
+	t.Run("a scan shows the ledger as it began and holds no append up", func(t *testing.T) {
+		// A check of a long ledger must not make the calls of that time
+		// wait, and fail, behind it.
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"ledger.jsonl": "one\ntwo\n"})
+		var lines []string
+		is.NoErr(s.Ledger.ScanLedger("ledger.jsonl", func(line []byte) error {
+			if len(lines) == 0 {
+				is.NoErr(s.Ledger.Append("ledger.jsonl", wait, func([]byte) ([]byte, error) { return []byte("three\n"), nil })) // not held up
+			}
+			lines = append(lines, string(line))
+			return nil
+		}))
+		is.Equal(lines, []string{"one\n", "two\n"}) // the ledger as the scan began
+		is.Equal(read(t, s, "ledger.jsonl"), "one\ntwo\nthree\n")
+	})
+
+	t.Run("a scan of a missing ledger is ErrMissing", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, nil)
+		err := s.Ledger.ScanLedger("ledger.jsonl", func([]byte) error { return nil })
+		is.True(errors.Is(err, ports.ErrMissing))
+		is.Equal(s.List("."), []string{}) // and a scan creates nothing
+	})
+}
+
+// read returns a workspace-relative file's bytes as a string.
+func read(t *testing.T, s Subject, rel string) string {
+	t.Helper()
+	data, err := s.Read(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}

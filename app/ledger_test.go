@@ -1,0 +1,239 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/adapters/stdio"
+	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/ports"
+)
+
+// The ledger's rules that need a failing store or a transport other than
+// stdio; the real-process tests in cmd/tool-runner cover the rest.
+
+// faultyLedger is a ledger store that fails where it is told to.
+type faultyLedger struct {
+	ports.LedgerStore
+	lastErr   error  // LastLine fails with it
+	appendErr error  // Append fails with it, before building the record
+	lastSeen  []byte // non-nil: the last line Append hands the record, as if it changed meanwhile
+	appended  int
+}
+
+func (f *faultyLedger) LastLine(rel string) ([]byte, error) {
+	if f.lastErr != nil {
+		return nil, f.lastErr
+	}
+	return f.LedgerStore.LastLine(rel)
+}
+
+func (f *faultyLedger) Append(rel string, wait time.Duration, record func([]byte) ([]byte, error)) error {
+	if f.appendErr != nil {
+		return f.appendErr
+	}
+	if f.lastSeen != nil {
+		_, err := record(f.lastSeen)
+		if err == nil {
+			return errors.New("the record was built on a damaged line")
+		}
+		return err
+	}
+	f.appended++
+	return f.LedgerStore.Append(rel, wait, record)
+}
+
+// withLedger runs requests over m with its ledger store replaced by f.
+func (m *memWorkspace) withLedger(f *faultyLedger) func(request string, args ...string) response {
+	f.LedgerStore = m.ws
+	wire := func(o app.Options) (app.Ports, io.Closer, error) {
+		p, c, err := m.wire(o)
+		p.Ledger = f
+		return p, c, err
+	}
+	return func(request string, args ...string) response {
+		m.t.Helper()
+		var out bytes.Buffer
+		exit := stdio.Run(context.Background(), args, strings.NewReader(request), &out, wire)
+		return decode(m.t, out.Bytes(), exit)
+	}
+}
+
+// memLedger returns the ledger's lines decoded; nil when there is none.
+func (m *memWorkspace) memLedger(rel string) []map[string]any {
+	m.t.Helper()
+	if !m.exists(rel) {
+		return nil
+	}
+	var recs []map[string]any
+	for _, line := range strings.SplitAfter(string(m.read(rel)), "\n") {
+		if line == "" {
+			continue
+		}
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			m.t.Fatalf("ledger line is not JSON: %q", line)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// An append that fails is the call's answer, IO_OR_NUMERIC_ERROR, and no
+// record is left. A run analyze committed stays committed, and the message
+// says so; otherwise it names the call's own outcome, and why the append
+// failed when the store knows.
+func TestAFailedAppendIsTheAnswerAndACommittedRunStays(t *testing.T) {
+	tests := []struct {
+		name      string
+		request   func(digest string) string
+		appendErr error
+		message   []string // what the message must say
+		committed bool
+	}{
+		{"after a commit", func(d string) string { return analyzeReq("r1", d) }, errors.New("input/output error"),
+			[]string{"recording the call in the ledger failed", "run r1 was committed and stays committed"}, true},
+		{"after a refusal", func(string) string { return analyzeReq("r1", strings.Repeat("0", 64)) }, errors.New("input/output error"),
+			[]string{"recording the call in the ledger failed", "the call's own outcome was STALE_CONTEXT"}, false},
+		{"after an inspection", func(string) string { return inspect("i2") }, fmt.Errorf("write: %w", ports.ErrNoSpace),
+			[]string{"(no space left on the device)", "the call's own outcome was success"}, false},
+		{"behind another process's lock", func(string) string { return inspect("i2") }, ports.ErrBusy,
+			[]string{"stayed locked by another process for 10 s", "was not recorded"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			m := newMem(t, shippedFixture(t))
+			run := m.withLedger(&faultyLedger{appendErr: tt.appendErr})
+			r := run(tt.request(m.digest()), "--workspace", wsRoot, "--output-dir", "runs", "--ledger", "ledger.jsonl")
+			is.Equal(r.code(), "IO_OR_NUMERIC_ERROR")
+			is.Equal(r.Exit, 1)
+			is.Equal(r.Body.Artifacts, map[string]string{}) // a failure names no artifacts
+			for _, want := range tt.message {
+				is.True(strings.Contains(r.Body.Error.Message, want)) // the message says it
+			}
+			is.Equal(m.exists("runs/r1/result.json"), tt.committed)
+			is.Equal(m.memLedger("ledger.jsonl"), nil) // no record
+		})
+	}
+}
+
+// A last line damaged between the call's pre-check and its append is not
+// built on: the call answers LEDGER_TAMPERED, with its request_id (the
+// request was read by then), and appends nothing.
+func TestALedgerDamagedWhileTheCallRanIsNotBuiltOn(t *testing.T) {
+	is := is.New(t)
+	m := newMem(t, shippedFixture(t))
+	f := &faultyLedger{lastSeen: []byte("garbage\n")}
+	r := m.withLedger(f)(inspect("i2"), "--workspace", wsRoot, "--ledger", "ledger.jsonl")
+	is.Equal(r.code(), "LEDGER_TAMPERED")
+	is.Equal(*r.Body.RequestID, "i2")
+	is.True(strings.Contains(r.Body.Error.Message, "not recorded"))
+	is.Equal(m.memLedger("ledger.jsonl"), nil)
+}
+
+// A pre-check that cannot read the ledger runs nothing: the answer is not
+// recorded (there is no ledger to record it in), carries a null
+// request_id, and no run is made.
+func TestAPreCheckThatCannotReadTheLedgerRunsNothing(t *testing.T) {
+	tests := []struct {
+		err  error
+		code string
+		says string
+	}{
+		{ports.ErrBusy, "IO_OR_NUMERIC_ERROR", "locked by another process"},
+		{errors.New("input/output error"), "IO_OR_NUMERIC_ERROR", "could not be read"},
+		{ports.ErrNotRegular, "INVALID_OUTPUT", "not a regular file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.err.Error(), func(t *testing.T) {
+			is := is.New(t)
+			m := newMem(t, shippedFixture(t))
+			f := &faultyLedger{lastErr: tt.err}
+			r := m.withLedger(f)(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", "runs", "--ledger", "ledger.jsonl")
+			is.Equal(r.code(), tt.code)
+			is.Equal(r.Body.RequestID, nil)
+			is.True(strings.Contains(r.Body.Error.Message, tt.says))
+			is.True(!m.exists("runs")) // nothing ran
+			is.Equal(f.appended, 0)    // nothing recorded
+		})
+	}
+}
+
+// Over stdio, an input that could not be read whole has no input hash:
+// REQUEST_LIMIT, and a read that failed.
+func TestAnInputNotReadWholeIsRecordedWithoutItsHash(t *testing.T) {
+	is := is.New(t)
+	m := newMem(t, shippedFixture(t))
+	var out bytes.Buffer
+	failing := readerFunc(func([]byte) (int, error) { return 0, errors.New("read failed") })
+	exit := stdio.Run(context.Background(), []string{"--workspace", wsRoot, "--ledger", "ledger.jsonl"}, failing, &out, m.wire)
+	r := decode(t, out.Bytes(), exit)
+	is.Equal(r.code(), "IO_OR_NUMERIC_ERROR")
+	recs := m.memLedger("ledger.jsonl")
+	is.Equal(len(recs), 1)
+	is.Equal(recs[0]["input_sha256"], nil)
+	is.Equal(recs[0]["code"], "IO_OR_NUMERIC_ERROR")
+	is.Equal(recs[0]["response_sha256"], sha(bytes.TrimSuffix(out.Bytes(), []byte("\n"))))
+}
+
+// Over MCP the record holds the call ID and the tool the answer carries,
+// the SHA256 of the raw arguments (of no bytes when they are absent), and
+// transport "mcp"; a call cancelled by its context is recorded as
+// cancelled with the response it would have sent. The record is built by
+// the app from the Input, whatever the transport.
+func TestAnMCPCallIsRecordedWithItsRawArguments(t *testing.T) {
+	m := newMem(t, shippedFixture(t))
+	s, e := app.Open(app.Options{Workspace: wsRoot, OutputDir: "runs", Ledger: "ledger.jsonl"}, m.wire)
+	if e != nil {
+		t.Fatal(e)
+	}
+	defer s.Close()
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		tool string
+		args []byte
+		code string
+	}{
+		{"absent arguments", context.Background(), app.ToolInspect, nil, ""},
+		{"raw arguments, spacing kept", context.Background(), app.ToolInspect, []byte(`{ }`), ""},
+		{"arguments refused", context.Background(), app.ToolVerify, []byte(`{"run_id":1}`), "INVALID_ARGUMENTS"},
+		{"a cancelled call", cancelled, app.ToolInspect, []byte(`{}`), "CANCELLED"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			a := s.Serve(tt.ctx, app.Input{Transport: app.MCPCalls, Tool: tt.tool, Data: tt.args})
+			is.Equal(string(a.Code), tt.code)
+			var resp struct {
+				RequestID string `json:"request_id"`
+				Tool      string `json:"tool"`
+				Status    string `json:"status"`
+			}
+			is.NoErr(json.Unmarshal(a.JSON, &resp))
+			recs := m.memLedger("ledger.jsonl")
+			is.Equal(len(recs), i+1)
+			r := recs[i]
+			is.Equal(r["transport"], "mcp")
+			is.Equal(r["request_id"], resp.RequestID) // the call ID
+			is.Equal(r["tool"], tt.tool)
+			is.Equal(r["status"], resp.Status)
+			is.Equal(r["input_sha256"], sha(tt.args)) // the raw bytes, or no bytes
+			is.Equal(r["response_sha256"], sha(a.JSON))
+			is.Equal(r["engine_sha256"], strings.Repeat("e", 64))
+			is.Equal(r["time"], "2026-11-29T12:00:00Z")
+		})
+	}
+}
