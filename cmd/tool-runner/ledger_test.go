@@ -6,9 +6,8 @@ package main
 // command. The chain is always checked with the test's own SHA256 of each
 // line, never with the program's code.
 //
-// Pending: the same chain under 8 concurrent calls inside one MCP server
-// (issue 9) waits for the MCP transport (adapters/mcp), being written
-// elsewhere; it belongs beside its tests.
+// The same chain under 8 concurrent calls inside one MCP server is
+// TestEightConcurrentMCPCallsMakeAnUnbrokenChain, beside the MCP tests.
 
 import (
 	"bytes"

@@ -624,3 +624,66 @@ func TestMCPOptionFaultsStopTheServerAtStart(t *testing.T) {
 		is.True(strings.HasPrefix(string(out), "usage: tool-runner mcp"))
 	})
 }
+
+// Eight concurrent calls inside one MCP server, of every tool, with a
+// ledger: one record each, transport "mcp", in an unbroken chain that the
+// test checks with its own hash of each line. Each record holds the SHA256
+// of the exact params.arguments bytes sent and of the text content
+// answered. Goroutines share one server, so this proves that the ledger's
+// lock excludes them too, not only other processes.
+func TestEightConcurrentMCPCallsMakeAnUnbrokenChain(t *testing.T) {
+	is := is.New(t)
+	ws := fixture(t)
+	digest := digestOf(t, ws)
+	s := startRawServer(t, ws, "--output-dir", "runs", "--ledger", "calls.jsonl")
+	s.exchange(initialize("2025-06-18"))
+	s.send(initialized)
+	args := map[int]string{}
+	for i := range 8 {
+		switch i % 4 {
+		case 0:
+			args[i] = `{"expected_source_digest":"` + digest + `","run_id":"chain-` + fmt.Sprint(i) + `"}`
+		case 1:
+			args[i] = `{}`
+		case 2:
+			args[i] = `{"run_id":"nope"}`
+		case 3:
+			args[i] = `{"expected_source_digest":"` + digest + `",  "extra":1}`
+		}
+	}
+	tools := []string{"analyze", "inspect_inputs", "verify_result", "analyze"}
+	for i := range 8 { // sent at once: the server runs them concurrently
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, i, tools[i%4], args[i]))
+	}
+	answers, exit := s.finish()
+	is.Equal(exit, 0)
+	is.Equal(len(answers), 8)
+	byRequest := map[string]map[string]any{}
+	for _, m := range answers {
+		res := m["result"].(map[string]any)
+		text := res["content"].([]any)[0].(map[string]any)["text"].(string)
+		body, _ := toolText(t, m)
+		body["_text"], body["_id"] = text, m["id"]
+		byRequest[body["request_id"].(string)] = body
+	}
+	lines := ledgerLines(t, filepath.Join(ws, "calls.jsonl"))
+	recs, _ := checkChain(t, lines)
+	is.Equal(len(recs), 8) // one record per call
+	for _, r := range recs {
+		is.Equal(r["transport"], "mcp")
+		body := byRequest[r["request_id"].(string)]
+		is.True(body != nil) // the record names a call that was answered
+		is.Equal(r["tool"], body["tool"])
+		is.Equal(r["response_sha256"], hexSHA256([]byte(body["_text"].(string))))
+		i := int(body["_id"].(float64))
+		is.Equal(r["input_sha256"], hexSHA256([]byte(args[i]))) // the raw bytes as sent
+		ok := body["ok"] == true
+		is.Equal(r["status"] == "success", ok)
+		if r["run_id"] != nil {
+			is.Equal(r["run_id"], body["request_id"])
+			checkCompleteRun(t, ws, "runs", r["run_id"].(string))
+		}
+	}
+	records, _ := verifiedLedger(t, ws, "calls.jsonl")
+	is.Equal(records, int64(8))
+}
