@@ -2,34 +2,10 @@ package app_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/metricproof/metricproof/domain"
 )
-
-// maxSources are the largest inputs of SPEC §8: 10,000 transactions with
-// 64-character IDs, 10,000 customers, 10,000 groups.
-func maxSources(tb testing.TB) map[string][]byte {
-	var tx, cu, gr strings.Builder
-	tx.WriteString("transaction_id,customer_id,quantity,unit_price,discount\n")
-	cu.WriteString("customer_id,segment\n")
-	gr.WriteString("group_id,successes,eligible\n")
-	for i := range domain.MaxDataRows {
-		price := fmt.Sprintf("%d.%02d", 1+i%997, i%100)
-		if i%97 == 0 {
-			price = ""
-		}
-		fmt.Fprintf(&tx, "T%063d,C%05d,%d,%s,0.%03d\n", i, i%9_900, i%13-6, price, i%1000)
-		fmt.Fprintf(&cu, "C%05d,s%d\n", i%9_900, i%7)
-		fmt.Fprintf(&gr, "G%05d,%d,%d\n", i, i%50, 50+i%11)
-	}
-	files := shippedFixture(tb)
-	files[domain.TransactionsFile] = []byte(tx.String())
-	files[domain.CustomersFile] = []byte(cu.String())
-	files[domain.GroupsFile] = []byte(gr.String())
-	return files
-}
 
 func sourceBytes(files map[string][]byte) int64 {
 	n := 0
@@ -44,7 +20,7 @@ func sourceBytes(files map[string][]byte) int64 {
 // of it.
 func BenchmarkBaselineReadAndHash(b *testing.B) {
 	files := maxSources(b)
-	m := newMem(&testing.T{}, files)
+	m := newMem(b, files)
 	b.SetBytes(sourceBytes(files))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -62,7 +38,7 @@ func BenchmarkBaselineReadAndHash(b *testing.B) {
 
 func BenchmarkInspectMax(b *testing.B) {
 	files := maxSources(b)
-	m := newMem(&testing.T{}, files)
+	m := newMem(b, files)
 	b.SetBytes(sourceBytes(files))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -74,7 +50,7 @@ func BenchmarkInspectMax(b *testing.B) {
 
 func BenchmarkAnalyzeMax(b *testing.B) {
 	files := maxSources(b)
-	m := newMem(&testing.T{}, files)
+	m := newMem(b, files)
 	digest := m.digest()
 	b.SetBytes(sourceBytes(files))
 	b.ReportAllocs()
@@ -89,7 +65,7 @@ func BenchmarkAnalyzeMax(b *testing.B) {
 
 func BenchmarkVerifyMax(b *testing.B) {
 	files := maxSources(b)
-	m := newMem(&testing.T{}, files)
+	m := newMem(b, files)
 	if r := m.run(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", "runs"); r.Exit != 0 {
 		b.Fatal(r.Raw)
 	}

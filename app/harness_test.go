@@ -49,14 +49,14 @@ func shippedFixture(t testing.TB) map[string][]byte {
 
 // memWorkspace is an in-memory workspace and the runner over it.
 type memWorkspace struct {
-	t      *testing.T
+	t      testing.TB
 	fs     afero.Fs
 	ws     *memfs.Workspace
 	engine ports.Engine
 	cancel ports.Canceller // nil: the marker of the options
 }
 
-func newMem(t *testing.T, files map[string][]byte) *memWorkspace {
+func newMem(t testing.TB, files map[string][]byte) *memWorkspace {
 	t.Helper()
 	fs := afero.NewMemMapFs()
 	if err := fs.MkdirAll(wsRoot, 0o755); err != nil {
@@ -148,7 +148,7 @@ func (r response) code() string {
 	return r.Body.Error.Code
 }
 
-func decode(t *testing.T, line []byte, exit int) response {
+func decode(t testing.TB, line []byte, exit int) response {
 	t.Helper()
 	r := response{Raw: string(line), Exit: exit}
 	if err := json.Unmarshal(line, &r.Body); err != nil {

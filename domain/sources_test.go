@@ -17,75 +17,50 @@ const (
 	cuHeader = "customer_id,segment\n"
 )
 
-// Every rule of SPEC §4, one row each: the file, its bytes, and where the
-// fault must be reported.
+// Every rule of SPEC §4, from testdata/sources.json (which cmd/tool-runner
+// runs through real processes too): the error's type, file, line, column
+// and field, and a message that names them. Removed files and the 1 MiB
+// limit belong to the reader, not to the domain.
 func TestBadSourcesNameFileLineAndColumn(t *testing.T) {
-	tests := []struct {
-		name   string
-		file   string
-		data   string
-		line   int
-		column int
-	}{
-		{"byte order mark", domain.TransactionsFile, "\xEF\xBB\xBF" + txHeader, 1, 1},
-		{"invalid UTF-8 in a field", domain.CustomersFile, cuHeader + "C1,re\xfftail\n", 2, 2},
-		{"invalid UTF-8 in the header", domain.GroupsFile, "group_id,succ\xc3esses,eligible\n", 1, 2},
-		{"lone CR ends a line", domain.GroupsFile, grHeader + "G1,1,2\rG2,1,2\n", 2, 3},
-		{"lone CR on an empty line", domain.GroupsFile, grHeader + "\r\nG1,1,2\n\r", 4, 1},
-		{"empty file has no header", domain.GroupsFile, "", 1, 1},
-		{"only empty lines", domain.GroupsFile, "\n\r\n\n", 4, 1},
-		{"header names differ", domain.GroupsFile, "group_id,success,eligible\n", 1, 2},
-		{"header order differs", domain.CustomersFile, "segment,customer_id\n", 1, 1},
-		{"header has an extra column", domain.CustomersFile, "customer_id,segment,x\n", 1, 3},
-		{"header is short", domain.TransactionsFile, "transaction_id,customer_id,quantity,unit_price\n", 1, 5},
-		{"header is not trimmed", domain.CustomersFile, "customer_id, segment\n", 1, 2},
-		{"row has too many fields", domain.GroupsFile, grHeader + "G1,1,2,\n", 2, 4},
-		{"row has too few fields", domain.GroupsFile, grHeader + "G1,1\n", 2, 3},
-		{"blank-looking line is not empty", domain.GroupsFile, grHeader + " \n", 2, 2},
-		{"quote inside an unquoted field", domain.CustomersFile, cuHeader + "C1,re\"tail\n", 2, 2},
-		{"text after a closing quote", domain.CustomersFile, cuHeader + "\"C1\"x,retail\n", 2, 1},
-		{"quoted field never closed", domain.CustomersFile, cuHeader + "C1,\"retail\n", 2, 2},
-		{"line break inside quotes", domain.CustomersFile, cuHeader + "C1,\"re\ntail\"\n", 2, 2},
-		{"ID with a space is not trimmed", domain.CustomersFile, cuHeader + "C1 ,retail\n", 2, 1},
-		{"ID starting with '-'", domain.CustomersFile, cuHeader + "-C1,retail\n", 2, 1},
-		{"ID of 65 characters", domain.CustomersFile, cuHeader + "C1," + strings.Repeat("s", 65) + "\n", 2, 2},
-		{"empty ID", domain.CustomersFile, cuHeader + ",retail\n", 2, 1},
-		{"repeated transaction_id", domain.TransactionsFile, txHeader + "T1,C1,1,1,0\nT1,C2,1,1,0\n", 3, 1},
-		{"repeated group_id", domain.GroupsFile, grHeader + "G1,1,2\nG2,1,2\nG1,0,0\n", 4, 1},
-		{"quantity with a fraction", domain.TransactionsFile, txHeader + "T1,C1,1.0,1,0\n", 2, 3},
-		{"quantity with a plus sign", domain.TransactionsFile, txHeader + "T1,C1,+1,1,0\n", 2, 3},
-		{"quantity of 13 digits", domain.TransactionsFile, txHeader + "T1,C1,1234567890123,1,0\n", 2, 3},
-		{"quantity blank", domain.TransactionsFile, txHeader + "T1,C1,,1,0\n", 2, 3},
-		{"negative price", domain.TransactionsFile, txHeader + "T1,C1,1,-1,0\n", 2, 4},
-		{"price with an exponent", domain.TransactionsFile, txHeader + "T1,C1,1,1e2,0\n", 2, 4},
-		{"price with 7 fractional digits", domain.TransactionsFile, txHeader + "T1,C1,1,1.0000001,0\n", 2, 4},
-		{"price with a trailing point", domain.TransactionsFile, txHeader + "T1,C1,1,1.,0\n", 2, 4},
-		{"price with a leading point", domain.TransactionsFile, txHeader + "T1,C1,1,.5,0\n", 2, 4},
-		{"price of spaces is not blank", domain.TransactionsFile, txHeader + "T1,C1,1, ,0\n", 2, 4},
-		{"price NaN", domain.TransactionsFile, txHeader + "T1,C1,1,NaN,0\n", 2, 4},
-		{"discount above 1", domain.TransactionsFile, txHeader + "T1,C1,1,1,1.000001\n", 2, 5},
-		{"discount negative", domain.TransactionsFile, txHeader + "T1,C1,1,1,-0\n", 2, 5},
-		{"discount blank", domain.TransactionsFile, txHeader + "T1,C1,1,1,\n", 2, 5},
-		{"successes negative", domain.GroupsFile, grHeader + "G1,-1,2\n", 2, 2},
-		{"eligible with a fraction", domain.GroupsFile, grHeader + "G1,1,2.0\n", 2, 3},
-		{"successes above eligible", domain.GroupsFile, grHeader + "G1,3,2\n", 2, 2},
-		{"fault after CRLF and empty lines counts physical lines", domain.GroupsFile, "\r\n\n" + grHeader + "\r\nG1,1,x\r\n", 5, 3},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	seen := 0
+	for _, tt := range sourceVariants(t) {
+		if tt.Remove || (tt.Code == "INPUT_LIMIT" && tt.Line == 0) {
+			continue
+		}
+		seen++
+		t.Run(tt.Name, func(t *testing.T) {
 			is := is.New(t)
 			files := fixtureFiles()
-			files[tt.file] = []byte(tt.data)
+			files[tt.File] = assemble(t, tt.Input)
 			_, err := domain.ParseSources(files)
-			var de *domain.DataError
-			is.True(errors.As(err, &de)) // a DataError
-			is.Equal(de.File, tt.file)
-			is.Equal(de.Line, tt.line)
-			is.Equal(de.Column, tt.column)
 			msg := err.Error()
-			is.True(strings.HasPrefix(msg, tt.file+": "))                                         // message names the file
-			is.True(strings.Contains(msg, fmt.Sprintf("line %d, column %d", tt.line, tt.column))) // and the place
+			is.True(strings.HasPrefix(msg, tt.File+": ")) // message names the file
+			var de *domain.DataError
+			var le *domain.LimitError
+			var ie *domain.DefinitionsError
+			switch tt.Code {
+			case "INVALID_DATA":
+				is.True(errors.As(err, &de)) // a DataError
+				is.Equal(de.File, tt.File)
+				is.Equal(de.Line, tt.Line)
+				is.Equal(de.Column, tt.Column)
+				if tt.Field != "" {
+					is.Equal(de.Field, tt.Field)
+				}
+				is.True(strings.Contains(msg, fmt.Sprintf("line %d, column %d", tt.Line, tt.Column))) // and the place
+			case "INPUT_LIMIT":
+				is.True(errors.As(err, &le)) // a LimitError
+				is.Equal(le.File, tt.File)
+				is.Equal(le.Line, tt.Line)
+			case "INVALID_DEFINITIONS":
+				is.True(errors.As(err, &ie)) // a DefinitionsError
+			default:
+				t.Fatalf("code %s is not the domain's", tt.Code)
+			}
 		})
+	}
+	if seen < 50 {
+		t.Fatalf("only %d variants reach the domain", seen)
 	}
 }
 

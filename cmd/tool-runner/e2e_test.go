@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -75,44 +74,6 @@ func startLockHolder(t *testing.T, path string) *exec.Cmd {
 		t.Fatalf("lock-holder did not take the lock: %v %q", err, buf)
 	}
 	return cmd
-}
-
-// maxFixture writes the largest inputs of SPEC §8 into a fresh workspace:
-// 10,000 transactions with 64-character IDs (every 97th price blank, every
-// 89th customer unknown), 10,000 customers (the first 200 IDs twice) and
-// 10,000 groups, each file within 1 MiB.
-func maxFixture(t *testing.T) string {
-	t.Helper()
-	ws := fixture(t)
-	var tx, cu, gr strings.Builder
-	tx.WriteString("transaction_id,customer_id,quantity,unit_price,discount\n")
-	for i := range 10_000 {
-		id := fmt.Sprintf("T%063d", i)
-		customer := fmt.Sprintf("C%04d", i%9_800)
-		if i%89 == 0 {
-			customer = fmt.Sprintf("X%04d", i)
-		}
-		price := fmt.Sprintf("%d.%02d", 1+i%997, i%100)
-		if i%97 == 0 {
-			price = ""
-		}
-		fmt.Fprintf(&tx, "%s,%s,%d,%s,0.%03d\n", id, customer, i%13-6, price, i%1000)
-	}
-	cu.WriteString("customer_id,segment\n")
-	for i := range 10_000 {
-		fmt.Fprintf(&cu, "C%04d,s%d\n", i%9_800, i%7)
-	}
-	gr.WriteString("group_id,successes,eligible\n")
-	for i := range 10_000 {
-		fmt.Fprintf(&gr, "G%05d,%d,%d\n", i, i%50, 50+i%11)
-	}
-	for name, b := range map[string]string{"data/transactions.csv": tx.String(), "data/customers.csv": cu.String(), "data/groups.csv": gr.String()} {
-		if len(b) > 1<<20 {
-			t.Fatalf("%s is %d bytes, over 1 MiB", name, len(b))
-		}
-		writeFile(t, filepath.Join(ws, name), []byte(b))
-	}
-	return ws
 }
 
 // runnerPath is the installed tool-runner.

@@ -1,68 +1,83 @@
 package main
 
 import (
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
 )
 
-// Every row of SPEC §2, through the real process: the code, exit 1, one
-// line, empty stderr, and the request_id and tool echoed only when the
-// rules say so.
-func TestBadRequestsAnswerTheirCode(t *testing.T) {
-	digest := strings.Repeat("a", 64)
-	tests := []struct {
-		name, in, code string
-		id, tool       any // expected echoes; nil means JSON null
-	}{
-		{"empty input", "", "INVALID_JSON", nil, nil},
-		{"only white space", " \n", "INVALID_JSON", nil, nil},
-		{"malformed JSON", `{"request_id":`, "INVALID_JSON", nil, nil},
-		{"invalid UTF-8", "{\"request_id\":\"a\xff\",\"tool\":\"inspect_inputs\",\"arguments\":{}}", "INVALID_JSON", nil, nil},
-		{"a second document", inspectRequest("r1") + inspectRequest("r2"), "INVALID_JSON", nil, nil},
-		{"a second document after a newline", inspectRequest("r1") + "\n{}", "INVALID_JSON", nil, nil},
-		{"NaN", `{"request_id":"r1","tool":"inspect_inputs","arguments":{"x":NaN}}`, "INVALID_JSON", nil, nil},
-		{"Infinity", `{"request_id":"r1","tool":"inspect_inputs","arguments":{"x":Infinity}}`, "INVALID_JSON", nil, nil},
-		{"-Infinity", `{"request_id":"r1","tool":"inspect_inputs","arguments":{"x":-Infinity}}`, "INVALID_JSON", nil, nil},
-		{"a duplicate top-level key", `{"request_id":"r1","request_id":"r1","tool":"inspect_inputs","arguments":{}}`, "INVALID_JSON", nil, nil},
-		{"a duplicate key deep down", `{"request_id":"r1","tool":"analyze","arguments":{"expected_source_digest":"` + digest + `","x":{"a":1,"a":1}}}`, "INVALID_JSON", nil, nil},
-		{"top level an array", `[]`, "INVALID_REQUEST", nil, nil},
-		{"top level a string", `"inspect_inputs"`, "INVALID_REQUEST", nil, nil},
-		{"a missing key", `{"request_id":"r1","tool":"inspect_inputs"}`, "INVALID_REQUEST", "r1", nil},
-		{"an unknown top-level key", `{"request_id":"r1","tool":"inspect_inputs","arguments":{},"x":1}`, "INVALID_REQUEST", "r1", nil},
-		{"request_id not a string", `{"request_id":1,"tool":"inspect_inputs","arguments":{}}`, "INVALID_REQUEST", nil, nil},
-		{"request_id with a space", `{"request_id":"r 1","tool":"inspect_inputs","arguments":{}}`, "INVALID_REQUEST", nil, nil},
-		{"request_id of 65 characters", `{"request_id":"` + strings.Repeat("r", 65) + `","tool":"inspect_inputs","arguments":{}}`, "INVALID_REQUEST", nil, nil},
-		{"request_id starting with '_'", `{"request_id":"_r","tool":"inspect_inputs","arguments":{}}`, "INVALID_REQUEST", nil, nil},
-		{"tool not a string", `{"request_id":"r1","tool":["inspect_inputs"],"arguments":{}}`, "INVALID_REQUEST", "r1", nil},
-		{"arguments not an object", `{"request_id":"r1","tool":"inspect_inputs","arguments":[]}`, "INVALID_REQUEST", "r1", nil},
-		{"arguments null", `{"request_id":"r1","tool":"inspect_inputs","arguments":null}`, "INVALID_REQUEST", "r1", nil},
-		{"an unknown tool", `{"request_id":"r1","tool":"rm_rf","arguments":{}}`, "UNKNOWN_TOOL", "r1", nil},
-		{"a tool in the wrong case", `{"request_id":"r1","tool":"Inspect_Inputs","arguments":{}}`, "UNKNOWN_TOOL", "r1", nil},
-		{"a tool with a trailing space", `{"request_id":"r1","tool":"analyze ","arguments":{}}`, "UNKNOWN_TOOL", "r1", nil},
-		{"an unknown argument", `{"request_id":"r1","tool":"inspect_inputs","arguments":{"path":"/etc"}}`, "INVALID_ARGUMENTS", "r1", "inspect_inputs"},
-		{"a missing argument", `{"request_id":"r1","tool":"analyze","arguments":{}}`, "INVALID_ARGUMENTS", "r1", "analyze"},
-		{"an argument of the wrong type", `{"request_id":"r1","tool":"analyze","arguments":{"expected_source_digest":1}}`, "INVALID_ARGUMENTS", "r1", "analyze"},
-		{"a digest in upper case", `{"request_id":"r1","tool":"analyze","arguments":{"expected_source_digest":"` + strings.Repeat("A", 64) + `"}}`, "INVALID_ARGUMENTS", "r1", "analyze"},
-		{"a digest of 63 characters", `{"request_id":"r1","tool":"analyze","arguments":{"expected_source_digest":"` + digest[1:] + `"}}`, "INVALID_ARGUMENTS", "r1", "analyze"},
-		{"a digest beside an extra argument", `{"request_id":"r1","tool":"analyze","arguments":{"expected_source_digest":"` + digest + `","run_id":"x"}}`, "INVALID_ARGUMENTS", "r1", "analyze"},
-		{"a run_id that is not an ID", `{"request_id":"r1","tool":"verify_result","arguments":{"run_id":"../etc"}}`, "INVALID_ARGUMENTS", "r1", "verify_result"},
-		{"a run_id of the wrong type", `{"request_id":"r1","tool":"verify_result","arguments":{"run_id":null}}`, "INVALID_ARGUMENTS", "r1", "verify_result"},
-		{"over the limit", `{"request_id":"r1","tool":"inspect_inputs","arguments":{}}` + strings.Repeat(" ", 65_536), "REQUEST_LIMIT", nil, nil},
-		{"over the limit in 4-byte characters", `"` + strings.Repeat("😀", 65_536) + `"`, "REQUEST_LIMIT", nil, nil},
+// sharedRequest is one case of ../../testdata/requests.json: a one-shot
+// request and the answer SPEC §2 gives it on the shipped fixture with
+// --output-dir runs. The app tests run the same file in memory.
+type sharedRequest struct {
+	Name  string `json:"name"`
+	Input []struct {
+		Text  string `json:"text"`
+		Hex   string `json:"hex"`
+		Times int    `json:"times"`
+	} `json:"input"`
+	// Code is "" for a success.
+	Code      string `json:"code"`
+	RequestID any    `json:"request_id"`
+	Tool      any    `json:"tool"`
+}
+
+// bytes assembles the request: each piece's text, or its hex bytes when
+// the request is not UTF-8, repeated times times (once when 0).
+func (r sharedRequest) bytes(t *testing.T) []byte {
+	t.Helper()
+	var b []byte
+	for _, p := range r.Input {
+		piece := []byte(p.Text)
+		if p.Hex != "" {
+			var err error
+			if piece, err = hex.DecodeString(p.Hex); err != nil {
+				t.Fatalf("%s: %v", r.Name, err)
+			}
+		}
+		for range max(p.Times, 1) {
+			b = append(b, piece...)
+		}
+	}
+	return b
+}
+
+// Every row of SPEC §2, and the edges around it, through the real process:
+// the code, exit, one line, empty stderr, and the request_id and tool
+// echoed only when the rules say so.
+func TestSharedRequestsAnswerTheirCode(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "requests.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Cases []sharedRequest `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil || len(file.Cases) < 50 {
+		t.Fatalf("testdata/requests.json: %v, %d cases", err, len(file.Cases))
 	}
 	ws := fixture(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tt := range file.Cases {
+		t.Run(tt.Name, func(t *testing.T) {
 			is := is.New(t)
-			o := call(t, ws, tt.in, "--workspace", ws, "--output-dir", "runs")
-			is.Equal(o.code(), tt.code)
+			o := call(t, ws, string(tt.bytes(t)), "--workspace", ws, "--output-dir", "runs")
+			is.Equal(o.code(), tt.Code)
+			is.Equal(o.resp["request_id"], tt.RequestID)
+			is.Equal(o.resp["tool"], tt.Tool)
+			if tt.Code == "" {
+				is.Equal(o.exit, 0)
+				is.Equal(o.resp["ok"], true)
+				is.Equal(o.resp["status"], "success")
+				return
+			}
 			is.Equal(o.exit, 1)
 			is.Equal(o.resp["ok"], false)
 			is.Equal(o.resp["status"], "error")
-			is.Equal(o.resp["request_id"], tt.id)
-			is.Equal(o.resp["tool"], tt.tool)
 			is.Equal(o.resp["result"], nil)
 			is.Equal(o.resp["error"].(map[string]any)["retryable"], false)
 		})

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,83 +12,90 @@ import (
 	"github.com/matryer/is"
 )
 
-// Every rule of SPEC §4 through the real process, for inspect_inputs and
-// analyze alike: the code, exit 1, and for data faults the file, line and
-// column in the message. Nothing is written.
-func TestBadSourcesAnswerTheirCode(t *testing.T) {
-	const (
-		tx = "data/transactions.csv"
-		gr = "data/groups.csv"
-		cu = "data/customers.csv"
-		df = "contracts/metric-definitions.json"
-	)
-	txHeader := "transaction_id,customer_id,quantity,unit_price,discount\n"
-	manyRows := func(n int) string {
-		var b strings.Builder
-		b.WriteString("customer_id,segment\n")
-		for i := range n {
-			fmt.Fprintf(&b, "C%d,s\n", i)
+// sourceVariant is one case of ../../testdata/sources.json: one source of
+// the fixture replaced or removed, and the answer SPEC §4 gives. The domain
+// tests run the same file.
+type sourceVariant struct {
+	Name  string `json:"name"`
+	File  string `json:"file"`
+	Input []struct {
+		Text  string `json:"text"`
+		Hex   string `json:"hex"`
+		Times int    `json:"times"`
+	} `json:"input"`
+	Remove bool   `json:"remove"`
+	Code   string `json:"code"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+	Field  string `json:"field"`
+}
+
+func (v sourceVariant) bytes(t *testing.T) []byte {
+	t.Helper()
+	var b []byte
+	for _, p := range v.Input {
+		part := []byte(p.Text)
+		if p.Hex != "" {
+			var err error
+			if part, err = hex.DecodeString(p.Hex); err != nil {
+				t.Fatal(err)
+			}
 		}
-		return b.String()
+		for range max(p.Times, 1) {
+			b = append(b, part...)
+		}
 	}
-	tests := []struct {
-		name   string
-		file   string
-		data   string // "" with remove set deletes the file
-		remove bool
-		code   string
-		where  string // what the message must contain
-	}{
-		{"missing transactions", tx, "", true, "MISSING_INPUT", tx},
-		{"missing definitions", df, "", true, "MISSING_INPUT", df},
-		{"a source over 1 MiB", gr, "group_id,successes,eligible\n" + strings.Repeat("\n", 1<<20), false, "INPUT_LIMIT", gr},
-		{"exactly 1 MiB is fine but bad here", gr, "group_id,successes,eligible\n" + strings.Repeat("\n", 1<<20-len("group_id,successes,eligible\n")-1) + "x", false, "INVALID_DATA", gr + ": line 1048549, column 2"},
-		{"10,001 data rows", cu, manyRows(10_001), false, "INPUT_LIMIT", cu + ": line 10002"},
-		{"a byte order mark", tx, "\xEF\xBB\xBF" + txHeader, false, "INVALID_DATA", tx + ": line 1, column 1"},
-		{"invalid UTF-8", cu, "customer_id,segment\nC1,\xff\n", false, "INVALID_DATA", cu + ": line 2, column 2"},
-		{"a lone CR", gr, "group_id,successes,eligible\rG1,1,2\n", false, "INVALID_DATA", gr + ": line 1, column 3"},
-		{"a wrong header", gr, "group_id,eligible,successes\n", false, "INVALID_DATA", gr + ": line 1, column 2"},
-		{"a short row", tx, txHeader + "T1,C1,1,1\n", false, "INVALID_DATA", tx + ": line 2, column 5"},
-		{"a long row", tx, txHeader + "T1,C1,1,1,0,9\n", false, "INVALID_DATA", tx + ": line 2, column 6"},
-		{"a space is not trimmed", tx, txHeader + "T1,C1, 1,1,0\n", false, "INVALID_DATA", tx + ": line 2, column 3 (quantity)"},
-		{"a bare quote", cu, "customer_id,segment\nC1,a\"b\n", false, "INVALID_DATA", cu + ": line 2, column 2"},
-		{"a bad transaction ID", tx, txHeader + "T 1,C1,1,1,0\n", false, "INVALID_DATA", tx + ": line 2, column 1 (transaction_id)"},
-		{"a repeated transaction ID", tx, txHeader + "T1,C1,1,1,0\n\nT1,C1,1,1,0\n", false, "INVALID_DATA", tx + ": line 4, column 1 (transaction_id)"},
-		{"a bad customer ID", tx, txHeader + "T1,C-1-é,1,1,0\n", false, "INVALID_DATA", tx + ": line 2, column 2 (customer_id)"},
-		{"a fractional quantity", tx, txHeader + "T1,C1,1.5,1,0\n", false, "INVALID_DATA", tx + ": line 2, column 3 (quantity)"},
-		{"a negative price", tx, txHeader + "T1,C1,1,-1,0\n", false, "INVALID_DATA", tx + ": line 2, column 4 (unit_price)"},
-		{"an exponent", tx, txHeader + "T1,C1,1,1E3,0\n", false, "INVALID_DATA", tx + ": line 2, column 4 (unit_price)"},
-		{"13 integer digits", tx, txHeader + "T1,C1,1,1000000000000,0\n", false, "INVALID_DATA", tx + ": line 2, column 4 (unit_price)"},
-		{"7 fractional digits", tx, txHeader + "T1,C1,1,1,0.0000001\n", false, "INVALID_DATA", tx + ": line 2, column 5 (discount)"},
-		{"a discount over 1", tx, txHeader + "T1,C1,1,1,1.5\n", false, "INVALID_DATA", tx + ": line 2, column 5 (discount)"},
-		{"a negative count", gr, "group_id,successes,eligible\nG1,-1,1\n", false, "INVALID_DATA", gr + ": line 2, column 2 (successes)"},
-		{"successes over eligible", gr, "group_id,successes,eligible\nG1,2,1\n", false, "INVALID_DATA", gr + ": line 2, column 2 (successes)"},
-		{"a repeated group ID", gr, "group_id,successes,eligible\nG1,1,1\nG1,1,1\n", false, "INVALID_DATA", gr + ": line 3, column 1 (group_id)"},
-		{"a bad segment", cu, "customer_id,segment\nC1,\n", false, "INVALID_DATA", cu + ": line 2, column 2 (segment)"},
-		{"definitions not the contract", df, `{"definition_id":"synthetic-v1"}`, false, "INVALID_DEFINITIONS", df},
-		{"definitions with a duplicate key", df, `{"a":1,"a":1}`, false, "INVALID_DEFINITIONS", df},
-		{"definitions that are not JSON", df, "definition_id: synthetic-v1\n", false, "INVALID_DEFINITIONS", df},
+	return b
+}
+
+// where is what the message must contain: the file, and for a data fault
+// the line, column and field; for the row limit the line.
+func (v sourceVariant) where() string {
+	switch {
+	case v.Column > 0 && v.Field != "":
+		return fmt.Sprintf("%s: line %d, column %d (%s)", v.File, v.Line, v.Column, v.Field)
+	case v.Column > 0:
+		return fmt.Sprintf("%s: line %d, column %d", v.File, v.Line, v.Column)
+	case v.Line > 0:
+		return fmt.Sprintf("%s: line %d", v.File, v.Line)
 	}
-	for _, tt := range tests {
+	return v.File
+}
+
+// Every rule of SPEC §4 through the real process, from testdata/sources.json,
+// for inspect_inputs and analyze alike: the code, exit 1, the file and
+// place in the message. Nothing is written.
+func TestBadSourcesAnswerTheirCode(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "sources.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Cases []sourceVariant `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil || len(file.Cases) < 50 {
+		t.Fatalf("testdata/sources.json: %v, %d cases", err, len(file.Cases))
+	}
+	for _, tt := range file.Cases {
 		for _, tool := range []string{"inspect_inputs", "analyze"} {
-			t.Run(tt.name+"/"+tool, func(t *testing.T) {
+			t.Run(tt.Name+"/"+tool, func(t *testing.T) {
 				is := is.New(t)
 				ws := fixture(t)
-				path := filepath.Join(ws, tt.file)
-				if tt.remove {
+				path := filepath.Join(ws, tt.File)
+				if tt.Remove {
 					is.NoErr(os.Remove(path))
 				} else {
-					writeFile(t, path, []byte(tt.data))
+					writeFile(t, path, tt.bytes(t))
 				}
 				req := inspectRequest("r1")
 				if tool == "analyze" {
 					req = analyzeRequest("r1", strings.Repeat("0", 64))
 				}
 				o := call(t, ws, req, "--workspace", ws, "--output-dir", "runs")
-				is.Equal(o.code(), tt.code)
+				is.Equal(o.code(), tt.Code)
 				is.Equal(o.exit, 1)
 				is.Equal(o.resp["tool"], tool)
-				is.True(strings.Contains(o.message(), tt.where)) // names the file and place
+				is.True(strings.Contains(o.message(), tt.where())) // names the file and place
 				_, err := os.Stat(filepath.Join(ws, "runs"))
 				is.True(os.IsNotExist(err)) // nothing written
 			})
