@@ -198,7 +198,7 @@ func FuzzRunner(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	for _, c := range sharedRequests(f) {
-		if b := c.bytes(f); len(b) <= 4096 {
+		if b := requestBytes(f, c); len(b) <= 4096 {
 			f.Add(b)
 		}
 	}

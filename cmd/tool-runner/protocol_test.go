@@ -1,50 +1,22 @@
 package main
 
 import (
-	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
+	"github.com/metricproof/metricproof/domain/domaintest"
 )
 
-// sharedRequest is one case of ../../testdata/requests.json: a one-shot
-// request and the answer SPEC §2 gives it on the shipped fixture with
-// --output-dir runs. The app tests run the same file in memory.
-type sharedRequest struct {
-	Name  string `json:"name"`
-	Input []struct {
-		Text  string `json:"text"`
-		Hex   string `json:"hex"`
-		Times int    `json:"times"`
-	} `json:"input"`
-	// Code is "" for a success.
-	Code      string `json:"code"`
-	RequestID any    `json:"request_id"`
-	Tool      any    `json:"tool"`
-}
-
-// bytes assembles the request: each piece's text, or its hex bytes when
-// the request is not UTF-8, repeated times times (once when 0).
-func (r sharedRequest) bytes(t *testing.T) []byte {
-	t.Helper()
-	var b []byte
-	for _, p := range r.Input {
-		piece := []byte(p.Text)
-		if p.Hex != "" {
-			var err error
-			if piece, err = hex.DecodeString(p.Hex); err != nil {
-				t.Fatalf("%s: %v", r.Name, err)
-			}
-		}
-		for range max(p.Times, 1) {
-			b = append(b, piece...)
-		}
+// echo is the JSON value an answer's request_id or tool is compared with:
+// nil for null.
+func echo(p *string) any {
+	if p == nil {
+		return nil
 	}
-	return b
+	return *p
 }
 
 // Every row of SPEC §2, and the edges around it, through the real process:
@@ -55,20 +27,20 @@ func TestSharedRequestsAnswerTheirCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var file struct {
-		Cases []sharedRequest `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &file); err != nil || len(file.Cases) < 50 {
-		t.Fatalf("testdata/requests.json: %v, %d cases", err, len(file.Cases))
+	cases, err := domaintest.Requests(data)
+	if err != nil || len(cases) < 50 {
+		t.Fatalf("testdata/requests.json: %v, %d cases", err, len(cases))
 	}
 	ws := fixture(t)
-	for _, tt := range file.Cases {
+	for _, tt := range cases {
 		t.Run(tt.Name, func(t *testing.T) {
 			is := is.New(t)
-			o := call(t, ws, string(tt.bytes(t)), "--workspace", ws, "--output-dir", "runs")
+			in, err := domaintest.Assemble(tt.Input)
+			is.NoErr(err)
+			o := call(t, ws, string(in), "--workspace", ws, "--output-dir", "runs")
 			is.Equal(o.code(), tt.Code)
-			is.Equal(o.resp["request_id"], tt.RequestID)
-			is.Equal(o.resp["tool"], tt.Tool)
+			is.Equal(o.resp["request_id"], echo(tt.RequestID))
+			is.Equal(o.resp["tool"], echo(tt.Tool))
 			if tt.Code == "" {
 				is.Equal(o.exit, 0)
 				is.Equal(o.resp["ok"], true)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,47 +8,12 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+	"github.com/metricproof/metricproof/domain/domaintest"
 )
-
-// sourceVariant is one case of ../../testdata/sources.json: one source of
-// the fixture replaced or removed, and the answer SPEC §4 gives. The domain
-// tests run the same file.
-type sourceVariant struct {
-	Name  string `json:"name"`
-	File  string `json:"file"`
-	Input []struct {
-		Text  string `json:"text"`
-		Hex   string `json:"hex"`
-		Times int    `json:"times"`
-	} `json:"input"`
-	Remove bool   `json:"remove"`
-	Code   string `json:"code"`
-	Line   int    `json:"line"`
-	Column int    `json:"column"`
-	Field  string `json:"field"`
-}
-
-func (v sourceVariant) bytes(t *testing.T) []byte {
-	t.Helper()
-	var b []byte
-	for _, p := range v.Input {
-		part := []byte(p.Text)
-		if p.Hex != "" {
-			var err error
-			if part, err = hex.DecodeString(p.Hex); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for range max(p.Times, 1) {
-			b = append(b, part...)
-		}
-	}
-	return b
-}
 
 // where is what the message must contain: the file, and for a data fault
 // the line, column and field; for the row limit the line.
-func (v sourceVariant) where() string {
+func where(v domaintest.SourceVariant) string {
 	switch {
 	case v.Column > 0 && v.Field != "":
 		return fmt.Sprintf("%s: line %d, column %d (%s)", v.File, v.Line, v.Column, v.Field)
@@ -70,13 +33,11 @@ func TestBadSourcesAnswerTheirCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var file struct {
-		Cases []sourceVariant `json:"cases"`
+	cases, err := domaintest.SourceVariants(data)
+	if err != nil || len(cases) < 50 {
+		t.Fatalf("testdata/sources.json: %v, %d cases", err, len(cases))
 	}
-	if err := json.Unmarshal(data, &file); err != nil || len(file.Cases) < 50 {
-		t.Fatalf("testdata/sources.json: %v, %d cases", err, len(file.Cases))
-	}
-	for _, tt := range file.Cases {
+	for _, tt := range cases {
 		for _, tool := range []string{"inspect_inputs", "analyze"} {
 			t.Run(tt.Name+"/"+tool, func(t *testing.T) {
 				is := is.New(t)
@@ -85,7 +46,9 @@ func TestBadSourcesAnswerTheirCode(t *testing.T) {
 				if tt.Remove {
 					is.NoErr(os.Remove(path))
 				} else {
-					writeFile(t, path, tt.bytes(t))
+					in, err := domaintest.Assemble(tt.Input)
+					is.NoErr(err)
+					writeFile(t, path, in)
 				}
 				req := inspectRequest("r1")
 				if tool == "analyze" {
@@ -95,7 +58,7 @@ func TestBadSourcesAnswerTheirCode(t *testing.T) {
 				is.Equal(o.code(), tt.Code)
 				is.Equal(o.exit, 1)
 				is.Equal(o.resp["tool"], tool)
-				is.True(strings.Contains(o.message(), tt.where())) // names the file and place
+				is.True(strings.Contains(o.message(), where(tt))) // names the file and place
 				_, err := os.Stat(filepath.Join(ws, "runs"))
 				is.True(os.IsNotExist(err)) // nothing written
 			})
