@@ -6,6 +6,7 @@
 //   - stdio: the one-shot stdio transport's bounded reader and line writer.
 //   - sysclock: the system clock.
 //   - engine: the running executable's SHA256 and build facts.
+//   - keyfile: the operator's Ed25519 signing and trusted keys, from PEM files.
 //   - porttest: the contract suites every adapter of a port must pass, and
 //     fixed fakes for the clock and engine.
 //
