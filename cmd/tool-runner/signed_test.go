@@ -376,8 +376,9 @@ func opensslKeyID(t *testing.T, pubPath string) string {
 
 // TestAnUnsignedRunIsWhatItWasBeforeSigning: without --signing-key a run
 // is exactly its three files, the receipt has no signer, the artifacts
-// name three files, and verify without --trusted-key lists the seven
-// checks of SPEC §6 and no signature_valid.
+// name three files, verify without --trusted-key lists the seven checks
+// of SPEC §6 and no signature_valid, and a fifth entry is refused in the
+// words used before signing existed.
 func TestAnUnsignedRunIsWhatItWasBeforeSigning(t *testing.T) {
 	is := is.New(t)
 	ws := fixture(t)
@@ -392,6 +393,12 @@ func TestAnUnsignedRunIsWhatItWasBeforeSigning(t *testing.T) {
 	v := verifyTrusting(t, ws, "runs", "u1", "")
 	is.Equal(v.exit, 0)
 	is.Equal(v.result()["checks"], unsignedChecks)
+
+	// A fifth entry is worded as it was before signing existed.
+	writeFile(t, filepath.Join(ws, "runs", "u1", "notes.txt"), nil)
+	v = verifyTrusting(t, ws, "runs", "u1", "")
+	is.Equal(v.code(), "INVALID_SAVED_RESULT")
+	is.Equal(v.message(), "run u1 holds an entry analyze never writes; a run is exactly result.json, receipt.json and checksums.json")
 }
 
 // TestBothKeyOptionsServeOneCall: one set of options may carry both keys:
@@ -923,7 +930,7 @@ func signedDamages() []signedDamage {
 
 	// check 2: the run is exactly its files, each a regular file within
 	// the limit.
-	add("adding a fifth file to the run", "INVALID_SAVED_RESULT", "INVALID_SAVED_RESULT", "", func(r *signedRun) {
+	add("adding a fifth file to the run", "INVALID_SAVED_RESULT", "INVALID_SAVED_RESULT", "a signed run is exactly", func(r *signedRun) {
 		r.write("runs/r1/attestation.json.bak", r.read(att))
 	})
 	add("replacing attestation.json with a symlink to a copy of itself inside the workspace", "INVALID_SAVED_RESULT", "INVALID_SAVED_RESULT", "", func(r *signedRun) {
