@@ -42,11 +42,16 @@ const (
 	testPredicateType = "https://github.com/metricproof/metricproof/receipt/v1"
 )
 
-// The verify checks of an unsigned run, and of a signed one.
-var (
-	unsignedChecks = []any{"run_present", "saved_files_valid", "receipt_bound", "result_bound", "sources_unchanged", "engine_unchanged", "result_recomputed"}
-	signedChecks   = []any{"run_present", "saved_files_valid", "receipt_bound", "result_bound", "signature_valid", "sources_unchanged", "engine_unchanged", "result_recomputed"}
-)
+// unsignedChecks are the checks verify lists for an unsigned run.
+func unsignedChecks() []any {
+	return []any{"run_present", "saved_files_valid", "receipt_bound", "result_bound", "sources_unchanged", "engine_unchanged", "result_recomputed"}
+}
+
+// signedChecks are the checks verify lists for a signed run:
+// signature_valid right after result_bound.
+func signedChecks() []any {
+	return []any{"run_present", "saved_files_valid", "receipt_bound", "result_bound", "signature_valid", "sources_unchanged", "engine_unchanged", "result_recomputed"}
+}
 
 // testKey is an Ed25519 key pair and its PEM files.
 type testKey struct {
@@ -353,7 +358,7 @@ func TestASignedAnalyzeAddsTheSignerAndAnAttestation(t *testing.T) {
 				v := verifyTrusting(t, ws, "runs", "s1", trusted)
 				is.Equal(v.exit, 0)
 				is.Equal(v.result()["integrity"], "verified")
-				is.Equal(v.result()["checks"], signedChecks) // signature_valid right after result_bound
+				is.Equal(v.result()["checks"], signedChecks()) // signature_valid right after result_bound
 			}
 		})
 	}
@@ -392,7 +397,7 @@ func TestAnUnsignedRunIsWhatItWasBeforeSigning(t *testing.T) {
 	is.Equal(topLevelKeys(t, runFiles(t, ws, "runs", "u1")["receipt.json"]), []string{"protocol_version", "run_id", "definition_id", "sources", "source_digest", "engine_sha256", "result_sha256", "created_at", "build"})
 	v := verifyTrusting(t, ws, "runs", "u1", "")
 	is.Equal(v.exit, 0)
-	is.Equal(v.result()["checks"], unsignedChecks)
+	is.Equal(v.result()["checks"], unsignedChecks())
 
 	// A fifth entry is worded as it was before signing existed.
 	writeFile(t, filepath.Join(ws, "runs", "u1", "notes.txt"), nil)
@@ -413,7 +418,7 @@ func TestBothKeyOptionsServeOneCall(t *testing.T) {
 	is.Equal(o.exit, 0)
 	v := call(t, ws, verifyRequest("v1", "s1"), args...)
 	is.Equal(v.exit, 0)
-	is.Equal(v.result()["checks"], signedChecks)
+	is.Equal(v.result()["checks"], signedChecks())
 	analyze(t, ws, "runs", "u1")
 	is.True(bytes.Equal(runFiles(t, ws, "runs", "s1")["result.json"], runFiles(t, ws, "runs", "u1")["result.json"])) // signing leaves the result alone
 }
@@ -538,11 +543,7 @@ func keySecrets(t *testing.T, keys ...testKey) []string {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, line := range strings.Split(string(data), "\n") {
-				if len(line) >= 16 && !strings.HasPrefix(line, "-----") {
-					secrets = append(secrets, line)
-				}
-			}
+			secrets = append(secrets, base64Lines(data)...)
 		}
 		secrets = append(secrets,
 			base64.StdEncoding.EncodeToString(k.der),
@@ -551,6 +552,17 @@ func keySecrets(t *testing.T, keys ...testKey) []string {
 			hex.EncodeToString(k.pub))
 	}
 	return secrets
+}
+
+// base64Lines are the lines of a PEM file that hold key bytes.
+func base64Lines(data []byte) []string {
+	var lines []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if line = strings.TrimSpace(line); len(line) >= 16 && !strings.HasPrefix(line, "-----") {
+			lines = append(lines, line)
+		}
+	}
+	return lines
 }
 
 // TestEveryKeyFaultIsInvalidOptionsBeforeStandardInput gives every key
@@ -574,6 +586,14 @@ func TestEveryKeyFaultIsInvalidOptionsBeforeStandardInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := f.file(t, keyDir)
+			leaks := append([]string{path, keyDir, "keys-of-the-operator", "operator-secret"}, secrets...)
+			if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() { // never open the FIFO
+				data, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				leaks = append(leaks, base64Lines(data)...) // this fault's own key bytes
+			}
 			args := []string{"--workspace", ws, "--output-dir", "runs", "--ledger", "calls.jsonl", f.option, path}
 			digest := digestOf(t, ws)
 			for _, input := range []string{"garbage", "an analyze request", "an input that never ends"} {
@@ -596,7 +616,7 @@ func TestEveryKeyFaultIsInvalidOptionsBeforeStandardInput(t *testing.T) {
 					is.Equal(o.resp["status"], "error")
 					is.Equal(isRetryable(o), false)
 					is.True(strings.Contains(o.message(), f.option)) // the message names the option
-					for _, leak := range append([]string{path, keyDir, "keys-of-the-operator", "operator-secret"}, secrets...) {
+					for _, leak := range leaks {
 						if strings.Contains(o.raw, leak) {
 							t.Errorf("the response holds %q: %s", leak, o.raw)
 						}
@@ -629,12 +649,16 @@ func TestAGoodKeyFileMayLieAnywhere(t *testing.T) {
 	is := is.New(t)
 	ws := fixture(t)
 	key := newTestKey(t, filepath.Join(ws, "keys"), "key")
-	mustSymlink(t, key.privPath, filepath.Join(t.TempDir(), "link.pem"))
-	o := call(t, ws, analyzeRequest("s1", digestOf(t, ws)), "--workspace", ws, "--output-dir", "runs", "--signing-key", "keys/key.pem")
-	is.Equal(o.exit, 0)
-	v := call(t, ws, verifyRequest("v1", "s1"), "--workspace", ws, "--output-dir", "runs", "--trusted-key", "keys/key.pub.pem")
-	is.Equal(v.exit, 0)
-	is.Equal(v.result()["checks"], signedChecks)
+	link := filepath.Join(t.TempDir(), "link.pem")
+	mustSymlink(t, key.privPath, link)
+	digest := digestOf(t, ws)
+	for id, signingKey := range map[string]string{"s1": "keys/key.pem", "s2": link} {
+		o := call(t, ws, analyzeRequest(id, digest), "--workspace", ws, "--output-dir", "runs", "--signing-key", signingKey)
+		is.Equal(o.exit, 0) // signed with the key at that path
+		v := call(t, ws, verifyRequest("v1", id), "--workspace", ws, "--output-dir", "runs", "--trusted-key", "keys/key.pub.pem")
+		is.Equal(v.exit, 0) // and verified with its public key
+		is.Equal(v.result()["checks"], signedChecks())
+	}
 }
 
 // signedKeys are the keys of the signed damage matrix: the operator's
@@ -691,9 +715,9 @@ func TestVerifyNamesEachDamageOfASignedRun(t *testing.T) {
 					if v.code == "" {
 						is.Equal(o.exit, 0) // verified
 						is.Equal(o.result()["integrity"], "verified")
-						want := signedChecks
+						want := signedChecks()
 						if v.trusted == "" && !r.signedOnDisk() {
-							want = unsignedChecks // an unsigned run skips the check
+							want = unsignedChecks() // an unsigned run skips the check
 						}
 						is.Equal(o.result()["checks"], want)
 					} else {
@@ -1290,7 +1314,8 @@ func checkSignedBy(t *testing.T, ws, out, id string, key testKey) {
 		t.Errorf("run %s: %s", id, p)
 	}
 	v := verifyTrusting(t, ws, out, id, key.pubPath)
-	if v.exit != 0 || !slices.Equal(v.result()["checks"].([]any), signedChecks) {
+	checks, _ := v.result()["checks"].([]any)
+	if v.exit != 0 || !slices.Equal(checks, signedChecks()) {
 		t.Errorf("run %s does not verify with its key trusted: %s", id, v.raw)
 	}
 }
