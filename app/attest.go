@@ -127,46 +127,54 @@ func (a *audit) signatureValid() error {
 	signer := a.parsedReceipt.Signer
 	switch {
 	case signer == nil && a.attestation != nil:
-		return found("run %s holds %s but its receipt names no signer", a.runID, AttestationFile)
+		return found("run %s holds %s but its receipt names no signer: the receipt was changed after signing, or the file added; do not rely on this run", a.runID, AttestationFile)
 	case signer == nil:
-		return found("run %s is not signed, and --trusted-key accepts only runs signed by that key", a.runID)
+		return found("run %s is not signed, and --trusted-key accepts only runs signed by that key; verify it without --trusted-key, or make a signed run with analyze --signing-key", a.runID)
 	case a.attestation == nil:
-		return found("the receipt of run %s names a signer but the run holds no %s", a.runID, AttestationFile)
+		return found("the receipt of run %s names a signer but the run holds no %s: its signature was removed, so nothing shows who made it; do not rely on this run", a.runID, AttestationFile)
 	}
-	der, err := base64.StdEncoding.DecodeString(signer.PublicKey)
-	if err != nil || base64.StdEncoding.EncodeToString(der) != signer.PublicKey {
-		return found("the signer's public_key in %s is not standard padded base64", ReceiptFile)
+	der, ok := decodeBase64(signer.PublicKey)
+	if !ok {
+		return found("the signer's public_key in %s is not standard padded base64; do not rely on this run", ReceiptFile)
 	}
 	if domain.SHA256Hex(der) != signer.KeyID {
-		return found("the signer's key_id in %s is not the SHA256 of its public_key", ReceiptFile)
+		return found("the signer's key_id in %s is not the SHA256 of its public_key: the receipt names a signer it does not hold; do not rely on this run", ReceiptFile)
 	}
 	parsed, err := x509.ParsePKIXPublicKey(der)
 	pub, ok := parsed.(ed25519.PublicKey)
 	if err != nil || !ok {
-		return found("the signer's public_key in %s is not an Ed25519 public key", ReceiptFile)
+		return found("the signer's public_key in %s is not an Ed25519 public key in SPKI DER; do not rely on this run", ReceiptFile)
 	}
 	if a.s.trustedKey != nil && !bytes.Equal(der, spki(a.s.trustedKey)) {
-		return found("run %s is signed by a key other than the trusted key", a.runID)
+		return found("run %s is signed by a key other than the trusted key, so the trusted key's holder did not make it; verify it with its signer's public key only if you trust that signer", a.runID)
 	}
 	env, statement, err := openEnvelope(a.attestation)
 	if err != nil {
 		return err
 	}
 	if env.Signatures[0].KeyID != signer.KeyID {
-		return found("the signature in %s names a key other than the receipt's signer", AttestationFile)
+		return found("the signature in %s names a key other than the receipt's signer; do not rely on this run", AttestationFile)
 	}
-	sig, err := base64.StdEncoding.DecodeString(env.Signatures[0].Sig)
-	if err != nil || !ed25519.Verify(pub, PAE(env.PayloadType, statement), sig) {
-		return found("the signature in %s is not a valid signature by the receipt's signer", AttestationFile)
+	sig, ok := decodeBase64(env.Signatures[0].Sig)
+	if !ok || !ed25519.Verify(pub, PAE(env.PayloadType, statement), sig) {
+		return found("the signature in %s is not a valid signature by the receipt's signer: the attestation was changed after signing, or signed by another key; do not rely on this run", AttestationFile)
 	}
 	return a.statementBinds(statement)
+}
+
+// decodeBase64 decodes standard padded base64 written the one way an
+// encoder writes it: no line breaks, no stray bits in the last character.
+// Anything else is not what this engine or a DSSE signer writes.
+func decodeBase64(s string) ([]byte, bool) {
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	return b, err == nil && base64.StdEncoding.EncodeToString(b) == s
 }
 
 // openEnvelope parses an attestation strictly: exactly the DSSE keys, the
 // in-toto payload type, one signature, and a payload in standard base64.
 // It returns the envelope and the statement bytes.
 func openEnvelope(data []byte) (Envelope, []byte, error) {
-	bad := found("%s is not a DSSE envelope with one signature over an in-toto statement", AttestationFile)
+	bad := found("%s is not a DSSE envelope with one signature over an in-toto statement; do not rely on this run", AttestationFile)
 	v, err := strictjson.Parse(data)
 	if err != nil || !hasExactly(v, "payload", "payloadType", "signatures") {
 		return Envelope{}, nil, bad
@@ -179,8 +187,8 @@ func openEnvelope(data []byte) (Envelope, []byte, error) {
 	if !hasExactly(sigs.Items[0], "keyid", "sig") {
 		return Envelope{}, nil, bad
 	}
-	statement, err := base64.StdEncoding.DecodeString(env.Payload)
-	if err != nil {
+	statement, ok := decodeBase64(env.Payload)
+	if !ok {
 		return Envelope{}, nil, bad
 	}
 	return env, statement, nil
@@ -190,7 +198,7 @@ func openEnvelope(data []byte) (Envelope, []byte, error) {
 // whose subjects are exactly the SHA256 of this run's receipt and result
 // bytes, and whose predicate equals the receipt as a JSON value.
 func (a *audit) statementBinds(statement []byte) error {
-	bad := found("the statement in %s is not an in-toto Statement v1 about this run's receipt", AttestationFile)
+	bad := found("the statement in %s is not an in-toto Statement v1 about this run's receipt; do not rely on this run", AttestationFile)
 	v, err := strictjson.Parse(statement)
 	if err != nil || !hasExactly(v, "_type", "subject", "predicateType", "predicate") {
 		return bad
@@ -205,20 +213,20 @@ func (a *audit) statementBinds(statement []byte) error {
 		{Name: ResultFile, Digest: map[string]string{"sha256": domain.SHA256Hex(a.result)}},
 	}
 	if len(st.Subject) != len(want) {
-		return found("the statement in %s is not about exactly this run's receipt and result", AttestationFile)
+		return found("the statement in %s is not about exactly this run's receipt and result: what was signed is not this run; do not rely on it", AttestationFile)
 	}
 	for i, sub := range st.Subject {
 		item := subjects.Items[i]
 		digest, _ := item.Get("digest")
 		if !hasExactly(item, "name", "digest") || !hasExactly(digest, "sha256") ||
 			sub.Name != want[i].Name || sub.Digest["sha256"] != want[i].Digest["sha256"] {
-			return found("the statement in %s is not about exactly this run's receipt and result", AttestationFile)
+			return found("the statement in %s is not about exactly this run's receipt and result: what was signed is not this run; do not rely on it", AttestationFile)
 		}
 	}
 	predicate, _ := v.Get("predicate")
 	receipt, err := strictjson.Parse(a.receipt)
 	if err != nil || !strictjson.Equal(predicate, receipt) {
-		return found("the predicate of the statement in %s differs from %s", AttestationFile, ReceiptFile)
+		return found("the predicate of the statement in %s differs from %s: what was signed is not this receipt; do not rely on this run", AttestationFile, ReceiptFile)
 	}
 	return nil
 }

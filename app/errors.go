@@ -199,21 +199,21 @@ func classify(s step, subject string, err error) *Error {
 		}
 		return fail(MissingWorkspace, "the workspace cannot be opened")
 	case readingSigningKey, readingTrustedKey:
-		option, want := "--signing-key", "an Ed25519 private key in PKCS#8 PEM (openssl genpkey -algorithm ed25519)"
+		option, want, how := "--signing-key", "an Ed25519 private key in PKCS#8 PEM, unencrypted and alone in its file (a public key goes to --trusted-key)", "make one with openssl genpkey -algorithm ed25519, then chmod 600"
 		if s == readingTrustedKey {
-			option, want = "--trusted-key", "an Ed25519 public key in SPKI PEM (openssl pkey -pubout)"
+			option, want, how = "--trusted-key", "an Ed25519 public key in SPKI PEM, alone in its file (a private key goes to --signing-key)", "make it from the signer's private key with openssl pkey -pubout"
 		}
 		switch {
 		case errors.Is(err, ports.ErrMissing):
-			return fail(InvalidOptions, "the file of %s does not exist", option)
+			return fail(InvalidOptions, "the file of %s does not exist; give the path of an existing key file, or %s", option, how)
 		case errors.Is(err, ports.ErrNotRegular):
-			return fail(InvalidOptions, "the file of %s is not a regular file", option)
+			return fail(InvalidOptions, "the file of %s is not a regular file; give the path of the key file itself", option)
 		case errors.Is(err, ports.ErrKeyExposed):
-			return fail(InvalidOptions, "the file of %s grants access to group or others; make it private with chmod 600", option)
+			return fail(InvalidOptions, "the file of %s grants access to group or others; make it private with chmod 600 (and make a new key if others may have read it)", option)
 		case errors.Is(err, ports.ErrKeyFormat):
-			return fail(InvalidOptions, "the file of %s is not %s", option, want)
+			return fail(InvalidOptions, "the file of %s is not %s; %s", option, want, how)
 		}
-		return fail(InvalidOptions, "the file of %s could not be read%s", option, because(err))
+		return fail(InvalidOptions, "the file of %s could not be read%s; check that this user may read it", option, because(err))
 	case resolvingLedger:
 		switch {
 		case errors.Is(err, ports.ErrOutside):

@@ -141,6 +141,9 @@ func validReceipt(r Receipt) bool {
 			return false
 		}
 	}
+	if r.Signer != nil && !isDigest(r.Signer.KeyID) {
+		return false
+	}
 	created, err := time.Parse(createdAtLayout, r.CreatedAt)
 	utc := err == nil && created.UTC().Format(createdAtLayout) == r.CreatedAt
 	return utc && isDigest(r.SourceDigest) && isDigest(r.EngineSHA256) && isDigest(r.ResultSHA256)

@@ -139,7 +139,12 @@ func (a *audit) shapes() error {
 		}
 	}
 	if a.run.Extra {
-		return found("run %s holds an entry analyze never writes; a run is exactly %s, %s and %s, and %s when signed", a.runID, ResultFile, ReceiptFile, ChecksumsFile, AttestationFile)
+		// Worded as before signing existed for a run without an
+		// attestation, so unsigned runs answer byte for byte as they did.
+		if data[AttestationFile] == nil {
+			return found("run %s holds an entry analyze never writes; a run is exactly %s, %s and %s", a.runID, ResultFile, ReceiptFile, ChecksumsFile)
+		}
+		return found("run %s holds an entry analyze never writes; a signed run is exactly %s, %s, %s and %s", a.runID, ResultFile, ReceiptFile, ChecksumsFile, AttestationFile)
 	}
 	a.result, a.receipt, a.checksums, a.attestation = data[ResultFile], data[ReceiptFile], data[ChecksumsFile], data[AttestationFile]
 	switch {

@@ -218,12 +218,15 @@ type LedgerStore interface {
 // the operator's configuration: they may lie anywhere, and never appear in
 // a message.
 type KeyReader interface {
-	// SigningKey reads an Ed25519 private key in PKCS#8 PEM. ErrMissing,
-	// ErrNotRegular, ErrKeyExposed (any permission for group or others)
-	// and ErrKeyFormat (not PEM, not Ed25519, or a public key) as named.
+	// SigningKey reads an Ed25519 private key in PKCS#8 PEM, the file's
+	// one PEM block, without headers. ErrMissing, ErrNotRegular (a
+	// directory, a FIFO: never waited on), ErrKeyFormat (not PEM, not
+	// Ed25519, a public key, a second block) and, for a file that does
+	// hold such a key, ErrKeyExposed (any permission for group or others).
 	SigningKey(path string) (ed25519.PrivateKey, error)
-	// TrustedKey reads an Ed25519 public key in SPKI PEM; ErrKeyFormat
-	// for anything else, a private key included.
+	// TrustedKey reads an Ed25519 public key in SPKI PEM under the same
+	// rules, its mode aside; ErrKeyFormat for anything else, a private key
+	// included.
 	TrustedKey(path string) (ed25519.PublicKey, error)
 }
 

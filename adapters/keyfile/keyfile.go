@@ -3,9 +3,13 @@
 // --signing-key, a public key in SPKI ("PUBLIC KEY") for --trusted-key.
 //
 // Key paths are operator configuration, not workspace paths: they may lie
-// anywhere and symlinks are followed. A private key file must grant no
-// permission to group or others (mode & 077 == 0), as ssh insists. Errors
-// are the ports' closed set and never carry the path or any key bytes.
+// anywhere and symlinks are followed. A key file holds exactly one PEM
+// block, without headers (so no encrypted key). A private key file must
+// grant no permission to group or others (mode & 077 == 0), as ssh
+// insists; that is checked once the file is known to hold a private key,
+// so that a public key given in its place is named as the wrong kind of
+// key, not as an exposed one. Errors are the ports' closed set and never
+// carry the path or any key bytes.
 package keyfile
 
 import (
@@ -31,7 +35,7 @@ var _ ports.KeyReader = Reader{}
 
 // SigningKey implements ports.KeyReader.
 func (Reader) SigningKey(path string) (ed25519.PrivateKey, error) {
-	block, err := readPEM(path, true)
+	block, mode, err := readPEM(path)
 	if err != nil {
 		return nil, err
 	}
@@ -46,12 +50,15 @@ func (Reader) SigningKey(path string) (ed25519.PrivateKey, error) {
 	if !ok {
 		return nil, ports.ErrKeyFormat
 	}
+	if mode.Perm()&0o077 != 0 {
+		return nil, ports.ErrKeyExposed
+	}
 	return priv, nil
 }
 
 // TrustedKey implements ports.KeyReader.
 func (Reader) TrustedKey(path string) (ed25519.PublicKey, error) {
-	block, err := readPEM(path, false)
+	block, _, err := readPEM(path)
 	if err != nil {
 		return nil, err
 	}
@@ -69,42 +76,40 @@ func (Reader) TrustedKey(path string) (ed25519.PublicKey, error) {
 	return pub, nil
 }
 
-// readPEM reads the one PEM block of the key file at path. private refuses
-// a file that group or others may access in any way.
-func readPEM(path string, private bool) (*pem.Block, error) {
+// readPEM reads the one PEM block of the key file at path, and the file's
+// mode. The file is opened without blocking, so a FIFO is refused as not
+// regular instead of waiting for a writer.
+func readPEM(path string) (*pem.Block, fs.FileMode, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		return nil, ports.ErrMissing
+		return nil, 0, ports.ErrMissing
 	case errors.Is(err, fs.ErrPermission):
-		return nil, ports.ErrPermission
+		return nil, 0, ports.ErrPermission
 	case err != nil:
-		return nil, errors.New("the key file could not be opened")
+		return nil, 0, errors.New("the key file could not be opened")
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, errors.New("the key file could not be read")
+		return nil, 0, errors.New("the key file could not be read")
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, ports.ErrNotRegular
-	}
-	if private && fi.Mode().Perm()&0o077 != 0 {
-		return nil, ports.ErrKeyExposed
+		return nil, 0, ports.ErrNotRegular
 	}
 	data, err := bounded.Read(f, maxKeyBytes, fi.Size())
 	switch {
 	case errors.Is(err, ports.ErrTooLarge):
-		return nil, ports.ErrKeyFormat
+		return nil, 0, ports.ErrKeyFormat
 	case err != nil:
-		return nil, errors.New("the key file could not be read")
+		return nil, 0, errors.New("the key file could not be read")
 	}
 	block, rest := pem.Decode(data)
 	if block == nil || len(block.Headers) != 0 {
-		return nil, ports.ErrKeyFormat
+		return nil, 0, ports.ErrKeyFormat
 	}
 	if next, _ := pem.Decode(rest); next != nil {
-		return nil, ports.ErrKeyFormat // one key per file, never a choice
+		return nil, 0, ports.ErrKeyFormat // one key per file, never a choice
 	}
-	return block, nil
+	return block, fi.Mode(), nil
 }

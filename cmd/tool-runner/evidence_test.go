@@ -402,18 +402,48 @@ func TestConcurrentAnalyzesCommitEachRunAtMostOnce(t *testing.T) {
 // may stay for the operator; it is counted, never read as a run. The lock
 // dies with each killed writer, so the next analyze succeeds.
 func TestKillingAnalyzeAtAnyMomentLeavesOnlyCompleteRuns(t *testing.T) {
+	killAnalyzeAtAnyMoment(t, nil)
+}
+
+// The same for signed runs (SPEC §10): the attestation is staged and
+// fsynced with the other three files and committed by the same rename, so
+// every visible run holds exactly four files, is signed by the key, its
+// attestation verifies by these tests' own code, and it verifies with the
+// key trusted.
+func TestKillingASignedAnalyzeAtAnyMomentLeavesOnlyCompleteSignedRuns(t *testing.T) {
+	key := newTestKey(t, t.TempDir(), "key")
+	killAnalyzeAtAnyMoment(t, &key)
+}
+
+// killAnalyzeAtAnyMoment is the kill test, signing with key unless it is
+// nil.
+func killAnalyzeAtAnyMoment(t *testing.T, key *testKey) {
 	is := is.New(t)
 	ws := maxFixture(t)
 	runs := filepath.Join(ws, "runs")
 	digest := digestOf(t, ws)
-	args := []string{"--workspace", ws, "--output-dir", "runs"}
+	var keyArgs []string
+	if key != nil {
+		keyArgs = []string{"--signing-key", key.privPath}
+	}
+	args := append([]string{"--workspace", ws, "--output-dir", "runs"}, keyArgs...)
+	// checkRun asserts that a visible run is complete, and signed by the
+	// key when there is one.
+	checkRun := func(id string) {
+		t.Helper()
+		checkCompleteRun(t, ws, "runs", id)
+		if key != nil {
+			checkSignedBy(t, ws, "runs", id, *key)
+		}
+	}
 
 	// How long one uncontended analyze takes here, measured as the kills
 	// below are timed, from the process's start to its exit: the median of
 	// five, into a directory of their own.
 	var took []time.Duration
 	for i := range 5 {
-		signaled, d, err := runKilledAfter(t, ws, analyzeRequest(fmt.Sprintf("timing-%d", i), digest), -1, "--workspace", ws, "--output-dir", "timing")
+		timing := append([]string{"--workspace", ws, "--output-dir", "timing"}, keyArgs...)
+		signaled, d, err := runKilledAfter(t, ws, analyzeRequest(fmt.Sprintf("timing-%d", i), digest), -1, timing...)
 		is.True(!signaled)
 		is.NoErr(err)
 		took = append(took, d)
@@ -483,7 +513,7 @@ func TestKillingAnalyzeAtAnyMomentLeavesOnlyCompleteRuns(t *testing.T) {
 	}
 
 	for _, id := range runsIn(t, runs) {
-		checkCompleteRun(t, ws, "runs", id)
+		checkRun(id)
 	}
 	is.Equal(len(runsIn(t, runs)), killedAfterCommit+finished)
 	for _, name := range entriesIn(t, runs) {
@@ -493,7 +523,7 @@ func TestKillingAnalyzeAtAnyMomentLeavesOnlyCompleteRuns(t *testing.T) {
 	// No stale lock: the next analyze commits.
 	o := call(t, ws, analyzeRequest("after-kills", digest), args...)
 	is.Equal(o.exit, 0)
-	checkCompleteRun(t, ws, "runs", "after-kills")
+	checkRun("after-kills")
 	is.Equal(len(pendingIn(t, runs)), len(pending)) // and another writer's pending directories stay
 }
 
@@ -663,8 +693,10 @@ func runsIn(t *testing.T, dir string) []string {
 }
 
 // checkCompleteRun asserts that ws/out/id is a complete run: a directory
-// holding exactly result.json, receipt.json and checksums.json, all regular
-// files, whose checksums and receipt match the bytes, and which
+// holding exactly result.json, receipt.json and checksums.json (and
+// attestation.json, exactly when the receipt names a signer), all regular
+// files, whose checksums and receipt match the bytes, whose attestation
+// verifies with the signer's key by these tests' own code, and which
 // verify_result answers verified.
 func checkCompleteRun(t *testing.T, ws, out, id string) {
 	t.Helper()
@@ -673,11 +705,20 @@ func checkCompleteRun(t *testing.T, ws, out, id string) {
 	if err != nil || !fi.IsDir() {
 		t.Fatalf("run %s is not a directory: %v", id, err)
 	}
-	if names := entriesIn(t, dir); !slices.Equal(names, []string{"checksums.json", "receipt.json", "result.json"}) {
-		t.Fatalf("run %s holds %v", id, names)
+	receiptBytes, err := os.ReadFile(filepath.Join(dir, "receipt.json"))
+	if err != nil {
+		t.Fatalf("run %s: %v", id, err)
+	}
+	signer := signerOfRun(t, receiptBytes)
+	names := []string{"checksums.json", "receipt.json", "result.json"}
+	if signer != nil {
+		names = []string{"attestation.json", "checksums.json", "receipt.json", "result.json"}
+	}
+	if got := entriesIn(t, dir); !slices.Equal(got, names) {
+		t.Fatalf("run %s holds %v, want %v", id, got, names)
 	}
 	files := map[string][]byte{}
-	for _, name := range []string{"checksums.json", "receipt.json", "result.json"} {
+	for _, name := range names {
 		fi, err := os.Lstat(filepath.Join(dir, name))
 		if err != nil || !fi.Mode().IsRegular() {
 			t.Fatalf("run %s: %s is not a regular file: %v", id, name, err)
@@ -705,6 +746,11 @@ func checkCompleteRun(t *testing.T, ws, out, id string) {
 		t.Errorf("run %s: receipt's result_sha256 %s, result hashes to %s", id, receipt.ResultSHA256, want["result.json"])
 	case receipt.RunID != id:
 		t.Errorf("run %s: receipt names run %q", id, receipt.RunID)
+	}
+	if signer != nil {
+		if p := attestationProblem(files, signer); p != "" {
+			t.Errorf("run %s: attestation.json: %s", id, p)
+		}
 	}
 	v := call(t, ws, verifyRequest("v1", id), "--workspace", ws, "--output-dir", out)
 	if v.exit != 0 || v.result()["integrity"] != "verified" {
