@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -686,4 +687,41 @@ func TestEightConcurrentMCPCallsMakeAnUnbrokenChain(t *testing.T) {
 	}
 	records, _ := verifiedLedger(t, ws, "calls.jsonl")
 	is.Equal(records, int64(8))
+}
+
+// The key options serve the MCP server as they serve the one-shot runner:
+// a server with --signing-key commits signed runs (artifacts name the
+// attestation), one with --trusted-key verifies them with signature_valid
+// and refuses a run signed by another key; key faults stop it at start.
+func TestMCPSignsAndVerifiesWithTheOperatorsKeys(t *testing.T) {
+	is := is.New(t)
+	ws := fixture(t)
+	keys := t.TempDir()
+	key, other := newTestKey(t, keys, "key"), newTestKey(t, keys, "other")
+	digest := digestOf(t, ws)
+
+	signer := mcpSession(t, ws, "--output-dir", "runs", "--signing-key", key.privPath)
+	a := mcpCall(t, signer, nil, "analyze", map[string]any{"expected_source_digest": digest, "run_id": "signed-1"})
+	is.Equal(a.code(), "")
+	is.Equal(a.body["artifacts"].(map[string]any)["attestation"], "runs/signed-1/attestation.json")
+
+	trusting := mcpSession(t, ws, "--output-dir", "runs", "--trusted-key", key.pubPath)
+	v := mcpCall(t, trusting, nil, "verify_result", map[string]any{"run_id": "signed-1"})
+	is.Equal(v.code(), "")
+	is.Equal(v.result()["checks"], signedChecks())
+
+	doubting := mcpSession(t, ws, "--output-dir", "runs", "--trusted-key", other.pubPath)
+	is.Equal(mcpCall(t, doubting, nil, "verify_result", map[string]any{"run_id": "signed-1"}).code(), "SIGNATURE_INVALID")
+
+	// A private key readable by others is refused at start: one stderr
+	// line, exit 2, and the key's path is not in it.
+	is.NoErr(os.Chmod(key.privPath, 0o644))
+	cmd := exec.Command(runnerPath(t), "mcp", "--workspace", ws, "--output-dir", "runs", "--signing-key", key.privPath)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	ee, ok := err.(*exec.ExitError)
+	is.True(ok && ee.ExitCode() == 2)
+	is.True(strings.HasPrefix(stderr.String(), "INVALID_OPTIONS: "))
+	is.True(!strings.Contains(stderr.String(), keys))
 }
