@@ -231,7 +231,10 @@ func resolveAbs(p string) (string, error) {
 
 // walk resolves the workspace-relative path rel one component at a time
 // inside the root: each symlink that exists is read and followed, ".." steps
-// back, and components that do not exist are taken as written.
+// back, and components that do not exist are taken as written. Where the
+// path leaves the root (an absolute link, a ".." above the workspace), the
+// rest of it goes to relate, which resolves it over the whole filesystem
+// and says whether it ends inside.
 func (w *Workspace) walk(rel string) (ports.Location, error) {
 	todo := split(rel)
 	var done []string
@@ -243,8 +246,8 @@ func (w *Workspace) walk(rel string) (ports.Location, error) {
 		if part == ".." {
 			if len(done) == 0 {
 				// Above the workspace: only the whole filesystem can tell
-				// whether the path comes back in.
-				r, err := w.relate(filepath.Dir(w.real) + "/" + path.Join(todo...))
+				// whether the rest of the path comes back in.
+				r, err := w.relate(filepath.Dir(w.real) + "/" + unresolved(todo))
 				if err != nil {
 					return ports.Location{}, err
 				}
@@ -279,12 +282,16 @@ func (w *Workspace) walk(rel string) (ports.Location, error) {
 				return ports.Location{}, classify(err)
 			}
 			if filepath.IsAbs(target) {
-				r, err := w.relate(target)
+				// The kernel follows an absolute link from the filesystem
+				// root and goes on with the rest of the path from there, so
+				// containment is judged on where the whole path leads, not
+				// on the link's target alone (upabs/ws/runs may come back).
+				r, err := w.relate(target + "/" + unresolved(todo))
 				if err != nil {
 					return ports.Location{}, err
 				}
-				done = nil
-				target = r
+				todo, done = split(r), nil
+				continue
 			}
 			todo = append(split(target), todo...)
 			continue
@@ -304,6 +311,13 @@ func (w *Workspace) walk(rel string) (ports.Location, error) {
 	}
 	loc.Exists, loc.Dir, loc.Regular = true, fi.IsDir(), fi.Mode().IsRegular()
 	return loc, nil
+}
+
+// unresolved writes the components still to resolve back as a path,
+// without cleaning it: path.Join would drop link/.. lexically, which is
+// not where the kernel goes.
+func unresolved(todo []string) string {
+	return strings.Join(todo, "/")
 }
 
 func split(p string) []string {
