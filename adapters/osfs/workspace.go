@@ -34,9 +34,16 @@ type Workspace struct {
 	// relate absolute option paths to the workspace, and never leaves this
 	// package.
 	real string
-	// sync flushes a file or directory to stable storage; tests replace it
-	// to inject failures.
-	sync func(*os.File) error
+	// The calls through which osfs opens, creates, writes, flushes and
+	// renames. Tests replace them to fail with the errno a full disk, a
+	// quota, a read-only mount or a denied permission gives: CI runs as
+	// root, where chmod denies nothing. Every error they return reaches
+	// the app through withCause.
+	mkdir    func(dir *os.Root, name string, perm fs.FileMode) error
+	openFile func(dir *os.Root, name string, flag int, perm fs.FileMode) (*os.File, error)
+	write    func(f *os.File, data []byte) (int, error)
+	sync     func(*os.File) error
+	rename   func(dir *os.File, from, to string) error // renameat2(RENAME_NOREPLACE)
 }
 
 var (
@@ -47,7 +54,8 @@ var (
 
 // Open opens the workspace directory at path: ports.ErrMissing when nothing
 // is there, ports.ErrNotDir when it is not a directory.
-func Open(path string) (*Workspace, error) {
+func Open(path string) (_ *Workspace, err error) {
+	defer func() { err = withCause(err) }()
 	if path == "" {
 		return nil, ports.ErrMissing
 	}
@@ -74,7 +82,14 @@ func Open(path string) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Workspace{root: root, real: real, sync: (*os.File).Sync}, nil
+	return &Workspace{
+		root: root, real: real,
+		mkdir:    (*os.Root).Mkdir,
+		openFile: (*os.Root).OpenFile,
+		write:    (*os.File).Write,
+		sync:     (*os.File).Sync,
+		rename:   renameat2,
+	}, nil
 }
 
 // Close releases the workspace.
@@ -90,7 +105,7 @@ func (w *Workspace) ReadSource(name string, limitBytes int64) (_ []byte, err err
 	}
 	// O_NONBLOCK: a FIFO planted at a source's name must not hang the call;
 	// it is refused below as not regular.
-	f, err := w.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := w.openFile(w.root, name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if escapes(err) {
 		// os.Root refuses every absolute symlink and every ".." above the
 		// root, even one that comes back in. Resolve the path as the kernel
@@ -104,7 +119,7 @@ func (w *Workspace) ReadSource(name string, limitBytes int64) (_ []byte, err err
 		case !loc.Exists:
 			return nil, ports.ErrMissing
 		}
-		f, err = w.root.OpenFile(loc.Rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		f, err = w.openFile(w.root, loc.Rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	}
 	if err != nil {
 		return nil, classify(err)
