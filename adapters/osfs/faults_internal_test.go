@@ -39,25 +39,28 @@ func TestIOFaultsNameTheirCause(t *testing.T) {
 		verify bool // the call is verify_result of a run committed first
 		code   string
 		cause  string // "" for none
+		// writing: the fault met the writing of the run, so the message
+		// must say that nothing was committed.
+		writing bool
 	}{
 		{name: "a full disk on a file write", inject: func(w *Workspace) {
 			w.write = func(f *os.File, _ []byte) (int, error) {
 				return 0, &fs.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
 			}
-		}, code: "IO_OR_NUMERIC_ERROR", cause: "no space left on the device"},
+		}, writing: true, code: "IO_OR_NUMERIC_ERROR", cause: "no space left on the device"},
 		{name: "a quota reached on a file's fsync", inject: func(w *Workspace) {
 			w.sync = func(f *os.File) error {
 				return &fs.PathError{Op: "sync", Path: f.Name(), Err: syscall.EDQUOT}
 			}
-		}, code: "IO_OR_NUMERIC_ERROR", cause: "disk quota exceeded"},
+		}, writing: true, code: "IO_OR_NUMERIC_ERROR", cause: "disk quota exceeded"},
 		{name: "a read-only mount on creating the output directory", inject: func(w *Workspace) {
 			w.mkdir = func(_ *os.Root, name string, _ fs.FileMode) error {
 				return &fs.PathError{Op: "mkdirat", Path: filepath.Join(w.real, name), Err: syscall.EROFS}
 			}
-		}, code: "IO_OR_NUMERIC_ERROR", cause: "read-only file system"},
+		}, writing: true, code: "IO_OR_NUMERIC_ERROR", cause: "read-only file system"},
 		{name: "a denied permission on creating the lock file", inject: func(w *Workspace) {
 			w.openFile = failOpen(w.openFile, ports.LockFile, syscall.EACCES)
-		}, code: "IO_OR_NUMERIC_ERROR", cause: "permission denied"},
+		}, writing: true, code: "IO_OR_NUMERIC_ERROR", cause: "permission denied"},
 		{name: "a denied operation on creating the pending directory", inject: func(w *Workspace) {
 			mkdir := w.mkdir
 			w.mkdir = func(dir *os.Root, name string, perm fs.FileMode) error {
@@ -66,15 +69,15 @@ func TestIOFaultsNameTheirCause(t *testing.T) {
 				}
 				return mkdir(dir, name, perm)
 			}
-		}, code: "IO_OR_NUMERIC_ERROR", cause: "permission denied"},
+		}, writing: true, code: "IO_OR_NUMERIC_ERROR", cause: "permission denied"},
 		{name: "a full disk on the commit rename", inject: func(w *Workspace) {
 			w.rename = func(*os.File, string, string) error { return syscall.ENOSPC }
-		}, code: "IO_OR_NUMERIC_ERROR", cause: "no space left on the device"},
+		}, writing: true, code: "IO_OR_NUMERIC_ERROR", cause: "no space left on the device"},
 		{name: "a fault with no known cause names none", inject: func(w *Workspace) {
 			w.write = func(f *os.File, _ []byte) (int, error) {
 				return 0, &fs.PathError{Op: "write", Path: f.Name(), Err: syscall.EIO}
 			}
-		}, code: "IO_OR_NUMERIC_ERROR"},
+		}, writing: true, code: "IO_OR_NUMERIC_ERROR"},
 		{name: "a denied permission on reading a source", inject: func(w *Workspace) {
 			w.openFile = failOpen(w.openFile, "data/groups.csv", syscall.EACCES)
 		}, code: "IO_OR_NUMERIC_ERROR", cause: "permission denied"},
@@ -117,7 +120,7 @@ func TestIOFaultsNameTheirCause(t *testing.T) {
 			} else {
 				is.True(!strings.Contains(r.message, "(")) // no cause that was not there
 			}
-			if !tt.verify && tt.code == "IO_OR_NUMERIC_ERROR" && tt.extra == nil && tt.name != "a denied permission on reading a source" {
+			if tt.writing {
 				is.True(strings.HasSuffix(r.message, "; nothing was committed")) // says the run is not there
 			}
 
