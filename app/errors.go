@@ -197,7 +197,7 @@ func classify(s step, subject string, err error) *Error {
 		case errors.Is(err, ports.ErrNotDir):
 			return fail(MissingWorkspace, "the workspace is not a directory")
 		}
-		return fail(MissingWorkspace, "the workspace cannot be opened")
+		return fail(MissingWorkspace, "the workspace cannot be opened%s", because(err))
 	case readingSigningKey, readingTrustedKey:
 		option, want, how := "--signing-key", "an Ed25519 private key in PKCS#8 PEM, unencrypted and alone in its file (a public key goes to --trusted-key)", "make one with openssl genpkey -algorithm ed25519, then chmod 600"
 		if s == readingTrustedKey {
@@ -220,6 +220,8 @@ func classify(s step, subject string, err error) *Error {
 			return fail(PathBoundary, "the ledger resolves outside the workspace; give --ledger a path inside it")
 		case errors.Is(err, ports.ErrNotDir), errors.Is(err, ports.ErrMissing):
 			return fail(InvalidOutput, "the ledger's directory does not exist; create it first")
+		case errors.Is(err, ports.ErrNameTooLong):
+			return fail(InvalidOutput, "the ledger's path is not one its file system accepts%s", because(err))
 		case errors.Is(err, ports.ErrNotRegular):
 			return fail(InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
 		}
@@ -249,6 +251,8 @@ func classify(s step, subject string, err error) *Error {
 			return fail(PathBoundary, "the output directory resolves outside the workspace")
 		case errors.Is(err, ports.ErrNotDir):
 			return fail(InvalidOutput, "the output directory's path runs through a file")
+		case errors.Is(err, ports.ErrNameTooLong):
+			return fail(InvalidOutput, "the output directory's path is not one its file system accepts%s", because(err))
 		}
 		return fail(IOOrNumericError, "the output directory could not be resolved%s", because(err))
 	case checkingMarker:
@@ -276,7 +280,7 @@ func classify(s step, subject string, err error) *Error {
 			return fail(OutputBusy, "another analyze holds the writer lock of %s; retry when it is done", subject)
 		case errors.Is(err, ports.ErrExists):
 			return fail(OutputCollision, "%s already exists; existing evidence is never overwritten: use a new run ID", subject)
-		case errors.Is(err, ports.ErrNotDir):
+		case errors.Is(err, ports.ErrNotDir), errors.Is(err, ports.ErrNameTooLong):
 			return classify(resolvingOutput, subject, err)
 		case errors.Is(err, ports.ErrOutside):
 			return fail(PathBoundary, "the output directory or its lock file resolves outside the workspace")
@@ -299,7 +303,10 @@ func classify(s step, subject string, err error) *Error {
 		case s == checkingShapes && errors.Is(err, ports.ErrTooLarge):
 			return fail(InvalidSavedResult, "%s of run %s is larger than %d bytes", fileOf(err), subject, MaxSavedBytes)
 		}
-		return fail(IOOrNumericError, "the run %s could not be read", subject)
+		if name := fileOf(err); name != "" {
+			return fail(IOOrNumericError, "%s of run %s could not be read%s", name, subject, because(err))
+		}
+		return fail(IOOrNumericError, "the run %s could not be read%s", subject, because(err))
 	case checkingSources:
 		switch {
 		case errors.Is(err, ports.ErrMissing), errors.Is(err, ports.ErrNotRegular), errors.Is(err, ports.ErrTooLarge):
@@ -311,15 +318,32 @@ func classify(s step, subject string, err error) *Error {
 }
 
 // because names the cause of an I/O failure in words the operator can act
-// on, when the adapter recognised it: ", because: no space left on the
-// device". It never shows an OS error's own text, which may hold a path.
+// on, and what to do about it, when the adapter recognised it: " (no space
+// left on the device: free space on that file system, then retry)". It
+// never shows an OS error's own text, which may hold a path.
 func because(err error) string {
 	for _, cause := range ports.IOCauses() {
-		if errors.Is(err, cause) {
-			return " (" + cause.Error() + ")"
+		if !errors.Is(err, cause) {
+			continue
 		}
+		if remedy, ok := remedies()[cause]; ok {
+			return " (" + cause.Error() + ": " + remedy + ")"
+		}
+		return " (" + cause.Error() + ")"
 	}
 	return ""
+}
+
+// remedies says, for each cause of ports.IOCauses, what the operator can
+// do about it.
+func remedies() map[error]string {
+	return map[error]string{
+		ports.ErrNoSpace:     "free space on that file system, then retry",
+		ports.ErrQuota:       "free space within the quota or raise it, then retry",
+		ports.ErrReadOnly:    "mount it read-write, or choose a place on a writable file system",
+		ports.ErrPermission:  "give the user running tool-runner access there, or choose another place",
+		ports.ErrNameTooLong: "choose a shorter path",
+	}
 }
 
 // inFile ties a port error to the name of the file it is about, so the

@@ -105,7 +105,7 @@ func TestAFailedAppendIsTheAnswerAndACommittedRunStays(t *testing.T) {
 		{"after a refusal", func(string) string { return analyzeReq("r1", strings.Repeat("0", 64)) }, errors.New("input/output error"),
 			[]string{"recording the call in the ledger failed", "the call's own outcome was STALE_CONTEXT"}, false},
 		{"after an inspection", func(string) string { return inspect("i2") }, fmt.Errorf("write: %w", ports.ErrNoSpace),
-			[]string{"(no space left on the device)", "the call's own outcome was success"}, false},
+			[]string{"(no space left on the device", "the call's own outcome was success"}, false},
 		{"behind another process's lock", func(string) string { return inspect("i2") }, ports.ErrBusy,
 			[]string{"stayed locked by another process for 10 s", "was not recorded"}, false},
 	}

@@ -26,6 +26,9 @@ func TestDefinitionsEqualAsJSONValues(t *testing.T) {
 	is.NoErr(domain.CheckDefinitions([]byte(contractRewritten)))
 	is.NoErr(domain.CheckDefinitions([]byte(strings.ReplaceAll(domain.Contract, `"precision": 80`, `"precision": 80.0`))))
 	is.NoErr(domain.CheckDefinitions([]byte(strings.ReplaceAll(domain.Contract, `"precision": 80`, `"precision": 800E-1`))))
+	// 80 followed by 100,010 zeros after the point: exactly 80, whatever
+	// exponent range a decimal library would have.
+	is.NoErr(domain.CheckDefinitions([]byte(strings.ReplaceAll(domain.Contract, `"precision": 80`, `"precision": 80.`+strings.Repeat("0", 100_010)))))
 }
 
 func TestDefinitionsThatDifferAreRefused(t *testing.T) {

@@ -82,7 +82,7 @@ var fuzzVocabulary = func() []string {
 		"quoted field is not closed", "line break inside a quoted field",
 		"invalid UTF-8", "no header row", "header is missing column",
 		"header column must be", "header has more than", "columns",
-		"fields; the header has", "row has",
+		"fields; the header has", "field; the header has", "row has",
 		"not an ID (1 to 64 ASCII letters, digits, '_' or '-', starting with a letter or digit)",
 		"not a nonnegative integer (plain notation, 1 to 12 digits)",
 		"not an integer (plain notation, optional '-', 1 to 12 digits)",

@@ -142,12 +142,20 @@ func table(file string, data []byte, header []string, row func(line int, f []str
 				column = len(fields) + 1
 			}
 			return &DataError{File: file, Line: line, Column: column,
-				Reason: fmt.Sprintf("row has %d fields; the header has %d", len(fields), len(header))}
+				Reason: fmt.Sprintf("row has %s; the header has %d", count(len(fields), "field"), len(header))}
 		}
 		if err := row(line, fields); err != nil {
 			return err
 		}
 	}
+}
+
+// count writes n things in words: "1 field", "2 fields".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
 }
 
 // cell builds the error for column col (0-based) of a row.

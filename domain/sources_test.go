@@ -64,6 +64,26 @@ func TestBadSourcesNameFileLineAndColumn(t *testing.T) {
 	}
 }
 
+// A row with the wrong field count says how many it has, in grammatical
+// English: "1 field", "2 fields".
+func TestAWrongFieldCountIsCountedInWords(t *testing.T) {
+	tests := []struct{ row, want string }{
+		{"G1\n", "row has 1 field; the header has 3"},
+		{"G1,1\n", "row has 2 fields; the header has 3"},
+		{"G1,1,2,3\n", "row has 4 fields; the header has 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			is := is.New(t)
+			files := fixtureFiles()
+			files[domain.GroupsFile] = []byte(grHeader + tt.row)
+			_, err := domain.ParseSources(files)
+			is.True(err != nil)
+			is.True(strings.HasSuffix(err.Error(), ": "+tt.want)) // the count, spelled right
+		})
+	}
+}
+
 func TestGoodSourcesParse(t *testing.T) {
 	tests := []struct {
 		name, file, data string

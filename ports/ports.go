@@ -58,11 +58,12 @@ var (
 	ErrReadOnly    = errors.New("read-only file system")
 	ErrPermission  = errors.New("permission denied")
 	ErrNameTooLong = errors.New("name too long")
+	ErrQuota       = errors.New("disk quota exceeded")
 )
 
 // IOCauses returns the causes above.
 func IOCauses() []error {
-	return []error{ErrNoSpace, ErrReadOnly, ErrPermission, ErrNameTooLong}
+	return []error{ErrNoSpace, ErrQuota, ErrReadOnly, ErrPermission, ErrNameTooLong}
 }
 
 // SourceReader reads the fixed source files of the workspace.

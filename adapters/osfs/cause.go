@@ -16,16 +16,21 @@ func (e *ioFault) Error() string   { return e.cause.Error() + ": " + e.err.Error
 func (e *ioFault) Unwrap() []error { return []error{e.cause, e.err} }
 
 // withCause wraps an OS error whose errno the ports name (a full disk, a
-// read-only mount, a denied permission, a name too long) with that cause,
-// so the app can tell the operator what to fix. Other errors pass as
-// they are.
+// quota, a read-only mount, a denied permission, a name too long) with
+// that cause, so the app can tell the operator what to fix. Other errors,
+// and errors already wrapped, pass as they are.
 func withCause(err error) error {
 	var cause error
+	var wrapped *ioFault
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+	case errors.As(err, &wrapped):
+		return err
+	case errors.Is(err, syscall.ENOSPC):
 		cause = ports.ErrNoSpace
+	case errors.Is(err, syscall.EDQUOT):
+		cause = ports.ErrQuota
 	case errors.Is(err, syscall.EROFS):
 		cause = ports.ErrReadOnly
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):

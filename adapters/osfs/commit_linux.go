@@ -19,12 +19,17 @@ func lockNoWait(f *os.File) error {
 	return err
 }
 
-// renameNoReplace renames from to to inside dir with RENAME_NOREPLACE: the
-// kernel refuses, atomically, when to exists. A filesystem that cannot
-// promise that is refused too: the commit fails closed.
-func renameNoReplace(dir *os.File, from, to string) error {
+// renameat2 renames from to to inside dir with RENAME_NOREPLACE: the
+// kernel refuses, atomically, when to exists.
+func renameat2(dir *os.File, from, to string) error {
 	fd := int(dir.Fd())
-	err := unix.Renameat2(fd, from, fd, to, unix.RENAME_NOREPLACE)
+	return unix.Renameat2(fd, from, fd, to, unix.RENAME_NOREPLACE)
+}
+
+// noReplace maps renameat2's errors onto the ports: an entry already
+// there is ErrExists, and a filesystem that cannot promise not to replace
+// is ErrNoReplaceUnsupported, so the commit fails closed.
+func noReplace(err error) error {
 	switch {
 	case err == nil:
 		return nil

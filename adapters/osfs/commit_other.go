@@ -13,7 +13,10 @@ func lockNoWait(*os.File) error {
 	return ports.ErrNoReplaceUnsupported
 }
 
-// renameNoReplace is not implemented off Linux: commits fail closed.
-func renameNoReplace(*os.File, string, string) error {
+// renameat2 is not implemented off Linux: commits fail closed.
+func renameat2(*os.File, string, string) error {
 	return ports.ErrNoReplaceUnsupported
 }
+
+// noReplace passes errors through: renameat2 already said it all.
+func noReplace(err error) error { return err }

@@ -32,7 +32,7 @@ func (w *Workspace) OpenWriter(dir string) (_ ports.EvidenceWriter, err error) {
 		ew.release()
 		return nil, err
 	}
-	if ew.lock, err = out.OpenFile(ports.LockFile, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+	if ew.lock, err = w.openFile(out, ports.LockFile, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
 		ew.release()
 		return nil, classify(err)
 	}
@@ -96,7 +96,7 @@ func (w *Workspace) createOutput(dir string) (*os.Root, []string, error) {
 		if strings.HasPrefix(part, ports.PendingPrefix) {
 			return done(ports.ErrInsideEvidence)
 		}
-		err := parent.Mkdir(part, 0o755)
+		err := w.mkdir(parent, part, 0o755)
 		made := err == nil
 		switch {
 		case made:
@@ -183,7 +183,7 @@ func (ew *writer) Stage(files []ports.File) (err error) {
 		return err
 	}
 	name := ports.PendingPrefix + hex.EncodeToString(nonce[:])
-	if err := ew.out.Mkdir(name, 0o755); err != nil {
+	if err := ew.ws.mkdir(ew.out, name, 0o755); err != nil {
 		return err
 	}
 	ew.pending = name // from here on, Close removes it
@@ -198,11 +198,11 @@ func (ew *writer) Stage(files []ports.File) (err error) {
 // writeFile creates name exclusively, writes data, fsyncs and closes it,
 // checking every step.
 func (ew *writer) writeFile(name string, data []byte) error {
-	f, err := ew.out.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := ew.ws.openFile(ew.out, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if _, err := ew.ws.write(f, data); err != nil {
 		f.Close()
 		return err
 	}
@@ -232,13 +232,13 @@ func (ew *writer) Commit(runID string) (err error) {
 	if ew.pending == "" {
 		return errors.New("nothing staged")
 	}
-	if err := renameNoReplace(ew.dirFile, ew.pending, runID); err != nil {
+	if err := noReplace(ew.ws.rename(ew.dirFile, ew.pending, runID)); err != nil {
 		return err
 	}
 	if err := ew.syncAfterCommit(); err != nil {
 		// Not durable: take the run back out of sight so that a run that is
 		// visible is always one whose commit completed. Close removes it.
-		if rerr := renameNoReplace(ew.dirFile, runID, ew.pending); rerr != nil {
+		if rerr := noReplace(ew.ws.rename(ew.dirFile, runID, ew.pending)); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 		return err
@@ -271,7 +271,8 @@ func (ew *writer) syncAfterCommit() error {
 // and releases the lock. The lock file, and the directories OpenWriter
 // created to hold it, stay: unlinking a lock file that another process may
 // already have open would let two writers lock two different files.
-func (ew *writer) Close() error {
+func (ew *writer) Close() (err error) {
+	defer func() { err = withCause(err) }()
 	var errs []error
 	if ew.pending != "" {
 		errs = append(errs, ew.out.RemoveAll(ew.pending))
@@ -332,7 +333,8 @@ func (w *Workspace) ReadRun(dir, runID string, names []string, limitBytes int64)
 	saved := ports.SavedRun{Exists: true, Dir: true}
 	for _, name := range names {
 		sf := ports.SavedFile{Name: name}
-		sf.Data, sf.Err = readSaved(run, name, limitBytes)
+		sf.Data, sf.Err = w.readSaved(run, name, limitBytes)
+		sf.Err = withCause(sf.Err)
 		saved.Files = append(saved.Files, sf)
 	}
 	saved.Extra, err = hasExtra(d, names)
@@ -340,7 +342,7 @@ func (w *Workspace) ReadRun(dir, runID string, names []string, limitBytes int64)
 }
 
 // readSaved reads one saved file: a regular file, never through a symlink.
-func readSaved(run *os.Root, name string, limitBytes int64) ([]byte, error) {
+func (w *Workspace) readSaved(run *os.Root, name string, limitBytes int64) ([]byte, error) {
 	before, err := run.Lstat(name)
 	if err != nil {
 		return nil, classify(err)
@@ -348,7 +350,7 @@ func readSaved(run *os.Root, name string, limitBytes int64) ([]byte, error) {
 	if !before.Mode().IsRegular() {
 		return nil, ports.ErrNotRegular
 	}
-	f, err := run.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := w.openFile(run, name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, classify(err)
 	}

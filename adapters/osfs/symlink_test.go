@@ -154,6 +154,41 @@ func TestResolveFollowsSymlinks(t *testing.T) {
 			}
 			symlink(t, "deep/er", filepath.Join(ws, "out"))
 		}, "out/../runs", ports.Location{Rel: "deep/runs"}, nil},
+		// Out of the workspace and back in: the kernel follows the link from
+		// the filesystem root, then continues with what follows it, so
+		// upabs/ws/runs is runs, however the link is written.
+		{"an absolute link up and a path back in", func(t *testing.T, ws, _ string) {
+			symlink(t, filepath.Dir(ws), filepath.Join(ws, "upabs"))
+		}, "upabs/ws/runs", ports.Location{Rel: "runs", Exists: true, Dir: true}, nil},
+		{"a relative link up and a path back in", func(t *testing.T, ws, _ string) {
+			symlink(t, "..", filepath.Join(ws, "uprel"))
+		}, "uprel/ws/runs", ports.Location{Rel: "runs", Exists: true, Dir: true}, nil},
+		{"an absolute link up and a new folder back in", func(t *testing.T, ws, _ string) {
+			symlink(t, filepath.Dir(ws), filepath.Join(ws, "upabs"))
+		}, "upabs/ws/runs/new/deeper", ports.Location{Rel: "runs/new/deeper"}, nil},
+		{"an absolute link up and a path that stays out", func(t *testing.T, ws, _ string) {
+			symlink(t, filepath.Dir(ws), filepath.Join(ws, "upabs"))
+		}, "upabs/outside/x", ports.Location{}, ports.ErrOutside},
+		{"an absolute link up, in again, and through a link inside", func(t *testing.T, ws, _ string) {
+			symlink(t, filepath.Dir(ws), filepath.Join(ws, "upabs"))
+			symlink(t, "data", filepath.Join(ws, "in"))
+		}, "upabs/ws/in", ports.Location{Rel: "data", Exists: true, Dir: true}, nil},
+		// After a climb, ".." still steps back from where a link led, never
+		// lexically: ws/lk/.. is ws/deep, not ws.
+		{"a relative link up, then a link and dot-dot back in", func(t *testing.T, ws, _ string) {
+			symlink(t, "..", filepath.Join(ws, "uprel"))
+			if err := os.MkdirAll(filepath.Join(ws, "deep", "er"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			symlink(t, "deep/er", filepath.Join(ws, "lk"))
+		}, "uprel/ws/lk/../runs", ports.Location{Rel: "deep/runs"}, nil},
+		{"an absolute link up, then a link and dot-dot back in", func(t *testing.T, ws, _ string) {
+			symlink(t, filepath.Dir(ws), filepath.Join(ws, "upabs"))
+			if err := os.MkdirAll(filepath.Join(ws, "deep", "er"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			symlink(t, "deep/er", filepath.Join(ws, "lk"))
+		}, "upabs/ws/lk/../runs", ports.Location{Rel: "deep/runs"}, nil},
 		{"a loop", func(t *testing.T, ws, _ string) {
 			symlink(t, "b", filepath.Join(ws, "a"))
 			symlink(t, "a", filepath.Join(ws, "b"))

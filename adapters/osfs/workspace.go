@@ -34,12 +34,16 @@ type Workspace struct {
 	// relate absolute option paths to the workspace, and never leaves this
 	// package.
 	real string
-	// sync flushes a file or directory to stable storage; tests replace it
-	// to inject failures.
-	sync func(*os.File) error
-	// write is the ledger's one write of a record; tests replace it to
-	// inject a short write.
-	write func(*os.File, []byte) (int, error)
+	// The calls through which osfs opens, creates, writes, flushes and
+	// renames. Tests replace them to fail with the errno a full disk, a
+	// quota, a read-only mount or a denied permission gives: CI runs as
+	// root, where chmod denies nothing. Every error they return reaches
+	// the app through withCause.
+	mkdir    func(dir *os.Root, name string, perm fs.FileMode) error
+	openFile func(dir *os.Root, name string, flag int, perm fs.FileMode) (*os.File, error)
+	write    func(f *os.File, data []byte) (int, error)
+	sync     func(*os.File) error
+	rename   func(dir *os.File, from, to string) error // renameat2(RENAME_NOREPLACE)
 }
 
 var (
@@ -50,7 +54,8 @@ var (
 
 // Open opens the workspace directory at path: ports.ErrMissing when nothing
 // is there, ports.ErrNotDir when it is not a directory.
-func Open(path string) (*Workspace, error) {
+func Open(path string) (_ *Workspace, err error) {
+	defer func() { err = withCause(err) }()
 	if path == "" {
 		return nil, ports.ErrMissing
 	}
@@ -77,7 +82,14 @@ func Open(path string) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Workspace{root: root, real: real, sync: (*os.File).Sync, write: (*os.File).Write}, nil
+	return &Workspace{
+		root: root, real: real,
+		mkdir:    (*os.Root).Mkdir,
+		openFile: (*os.Root).OpenFile,
+		write:    (*os.File).Write,
+		sync:     (*os.File).Sync,
+		rename:   renameat2,
+	}, nil
 }
 
 // Close releases the workspace.
@@ -93,7 +105,7 @@ func (w *Workspace) ReadSource(name string, limitBytes int64) (_ []byte, err err
 	}
 	// O_NONBLOCK: a FIFO planted at a source's name must not hang the call;
 	// it is refused below as not regular.
-	f, err := w.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := w.openFile(w.root, name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if escapes(err) {
 		// os.Root refuses every absolute symlink and every ".." above the
 		// root, even one that comes back in. Resolve the path as the kernel
@@ -107,7 +119,7 @@ func (w *Workspace) ReadSource(name string, limitBytes int64) (_ []byte, err err
 		case !loc.Exists:
 			return nil, ports.ErrMissing
 		}
-		f, err = w.root.OpenFile(loc.Rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		f, err = w.openFile(w.root, loc.Rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	}
 	if err != nil {
 		return nil, classify(err)
@@ -234,7 +246,10 @@ func resolveAbs(p string) (string, error) {
 
 // walk resolves the workspace-relative path rel one component at a time
 // inside the root: each symlink that exists is read and followed, ".." steps
-// back, and components that do not exist are taken as written.
+// back, and components that do not exist are taken as written. Where the
+// path leaves the root (an absolute link, a ".." above the workspace), the
+// rest of it goes to relate, which resolves it over the whole filesystem
+// and says whether it ends inside.
 func (w *Workspace) walk(rel string) (ports.Location, error) {
 	todo := split(rel)
 	var done []string
@@ -246,8 +261,8 @@ func (w *Workspace) walk(rel string) (ports.Location, error) {
 		if part == ".." {
 			if len(done) == 0 {
 				// Above the workspace: only the whole filesystem can tell
-				// whether the path comes back in.
-				r, err := w.relate(filepath.Dir(w.real) + "/" + path.Join(todo...))
+				// whether the rest of the path comes back in.
+				r, err := w.relate(filepath.Dir(w.real) + "/" + unresolved(todo))
 				if err != nil {
 					return ports.Location{}, err
 				}
@@ -282,12 +297,16 @@ func (w *Workspace) walk(rel string) (ports.Location, error) {
 				return ports.Location{}, classify(err)
 			}
 			if filepath.IsAbs(target) {
-				r, err := w.relate(target)
+				// The kernel follows an absolute link from the filesystem
+				// root and goes on with the rest of the path from there, so
+				// containment is judged on where the whole path leads, not
+				// on the link's target alone (upabs/ws/runs may come back).
+				r, err := w.relate(target + "/" + unresolved(todo))
 				if err != nil {
 					return ports.Location{}, err
 				}
-				done = nil
-				target = r
+				todo, done = split(r), nil
+				continue
 			}
 			todo = append(split(target), todo...)
 			continue
@@ -307,6 +326,13 @@ func (w *Workspace) walk(rel string) (ports.Location, error) {
 	}
 	loc.Exists, loc.Dir, loc.Regular = true, fi.IsDir(), fi.Mode().IsRegular()
 	return loc, nil
+}
+
+// unresolved writes the components still to resolve back as a path,
+// without cleaning it: path.Join would drop link/.. lexically, which is
+// not where the kernel goes.
+func unresolved(todo []string) string {
+	return strings.Join(todo, "/")
 }
 
 func split(p string) []string {

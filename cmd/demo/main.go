@@ -28,20 +28,40 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// usage is what --help prints, and what a mistake in the options is
+// answered with on standard error.
+const usage = `usage: demo --workspace W --output-dir O --run-id ID
+
+Drives the real tool-runner, started with go run, three times over its
+stdio protocol: inspect_inputs, analyze with the digest just returned and
+request_id ID, and verify_result of run ID. Prints the three response
+lines. Run it from inside the repository.
+
+  --workspace W    the workspace holding data/ and contracts/
+  --output-dir O   where analyze commits the run; inside W
+  --run-id ID      the run ID: analyze's request_id and verify_result's run_id
+  --help           print this text and exit 0
+
+Exit status: 0 when all three calls succeed, 1 when one does not (the
+demo stops there), 2 for a mistake in the options.
+`
+
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	workspace := fs.String("workspace", "", "the workspace holding data/ and contracts/")
-	outputDir := fs.String("output-dir", "", "where analyze commits the run")
-	runID := fs.String("run-id", "", "the run ID: analyze's request_id and verify_result's run_id")
+	fs.SetOutput(io.Discard) // package flag's own usage lists single dashes
+	workspace := fs.String("workspace", "", "")
+	outputDir := fs.String("output-dir", "", "")
+	runID := fs.String("run-id", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			_, _ = io.WriteString(stdout, usage)
 			return 0
 		}
+		fmt.Fprintf(stderr, "demo: %v\n%s", err, usage)
 		return 2
 	}
 	if *workspace == "" || *outputDir == "" || *runID == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: demo --workspace W --output-dir O --run-id ID")
+		_, _ = io.WriteString(stderr, usage)
 		return 2
 	}
 	goTool, err := findGo()

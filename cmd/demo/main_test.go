@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -72,4 +73,44 @@ func TestDemoNeedsItsThreeOptions(t *testing.T) {
 	is.Equal(run([]string{"--workspace", "."}, &out, &errOut), 2)
 	is.Equal(out.Len(), 0)
 	is.True(strings.Contains(errOut.String(), "usage"))
+}
+
+// singleDash finds an option listed the way package flag lists it.
+var singleDash = regexp.MustCompile(`(?m)^\s+-[a-z]`)
+
+// --help prints the demo's own usage, with the double dashes the options
+// take, to standard output, and exits 0; a mistyped option gets the same
+// usage on standard error and exit 2.
+func TestDemoHelpPrintsItsOwnUsage(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		exit       int
+		toStdout   bool
+		errorFirst string
+	}{
+		{"--help", []string{"--help"}, 0, true, ""},
+		{"-help", []string{"-help"}, 0, true, ""},
+		{"-h", []string{"-h"}, 0, true, ""},
+		{"an unknown option", []string{"--nope"}, 2, false, "demo: "},
+		{"a missing option", []string{"--workspace", "."}, 2, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			var out, errOut bytes.Buffer
+			is.Equal(run(tt.args, &out, &errOut), tt.exit)
+			text, other := errOut.String(), out.String()
+			if tt.toStdout {
+				text, other = other, text
+			}
+			is.Equal(other, "")                             // one stream only
+			is.True(strings.HasPrefix(text, tt.errorFirst)) // a fault is named first
+			is.True(strings.Contains(text, "usage: demo --workspace W --output-dir O --run-id ID"))
+			for _, option := range []string{"--workspace", "--output-dir", "--run-id", "--help"} {
+				is.True(strings.Contains(text, "\n  "+option+" ")) // each option, with two dashes
+			}
+			is.True(!singleDash.MatchString(text)) // never Go's single-dash listing
+		})
+	}
 }

@@ -306,6 +306,42 @@ func TestASymlinkedOutputDirectoryInsideTheWorkspaceIsAccepted(t *testing.T) {
 	}
 }
 
+// An output path whose symlink leads out of the workspace and whose next
+// components lead back in is where the kernel says it is: inside. An
+// absolute link is followed from the filesystem root, exactly as a
+// relative one is followed from its folder, so upabs/<ws>/runs and
+// uprel/<ws>/runs are both runs, for analyze and for verify_result.
+func TestAnOutputPathThatLeavesAndComesBackIsInside(t *testing.T) {
+	tests := []struct {
+		name   string
+		target func(ws string) string // of the link "up" inside the workspace
+	}{
+		{"an absolute link to the workspace's parent", filepath.Dir},
+		{"a relative link to ..", func(string) string { return ".." }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			ws := fixture(t)
+			mustSymlink(t, tt.target(ws), filepath.Join(ws, "up"))
+			out := "up/" + filepath.Base(ws) + "/runs"
+
+			o := analyze(t, ws, out, "r1")
+			is.Equal(o.resp["artifacts"], map[string]any{
+				"result":    "runs/r1/result.json",
+				"receipt":   "runs/r1/receipt.json",
+				"checksums": "runs/r1/checksums.json",
+			})
+			checkCompleteRun(t, ws, "runs", "r1")
+			v := call(t, ws, verifyRequest("v1", "r1"), "--workspace", ws, "--output-dir", out)
+			is.Equal(v.result()["integrity"], "verified")
+			// And out and back in to a protected folder is still refused.
+			o = call(t, ws, analyzeRequest("r2", digestOf(t, ws)), "--workspace", ws, "--output-dir", "up/"+filepath.Base(ws)+"/data/runs")
+			is.Equal(o.code(), "PATH_BOUNDARY")
+		})
+	}
+}
+
 // result.json holds no time and no run ID: two runs over the same sources
 // and engine have byte-identical result.json, equal to the response's
 // result, and different receipts.

@@ -32,11 +32,9 @@ func main() {
 
 // run dispatches on the first argument and returns the exit status. SIGINT
 // and SIGTERM cancel the context every call runs under: a call stops at
-// its next cancel check and still answers. Later signals are ignored as
-// well, so an answer is always written.
+// its next cancel check and still answers.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx := cancelledBySignals()
 	wire := newWire(engine.New())
 	if len(args) > 0 {
 		switch args[0] {
@@ -47,6 +45,23 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	return stdio.Run(ctx, args, stdin, stdout, wire)
+}
+
+// cancelledBySignals returns a context that the first SIGINT or SIGTERM
+// cancels. The signals stay caught until the process exits and are never
+// given back their default action: later ones are dropped, so none can
+// kill the process, not even between its answer and its exit (where
+// signal.NotifyContext's stop would have let one end it with a signal's
+// status instead of 0 or 3).
+func cancelledBySignals() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	caught := make(chan os.Signal, 1)
+	signal.Notify(caught, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-caught
+		cancel()
+	}()
+	return ctx
 }
 
 // moduleVersion is the version the build recorded for this module, as the

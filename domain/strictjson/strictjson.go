@@ -29,11 +29,11 @@ package strictjson
 
 import (
 	"fmt"
+	"math/big"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/cockroachdb/apd/v3"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects that Parse accepts.
@@ -532,16 +532,49 @@ func join(path, part string) string {
 	return path + "." + part
 }
 
-// numbersEqual compares two JSON number literals by exact decimal value.
-// A literal apd cannot hold (an exponent past its range) equals only itself.
+// numbersEqual compares two JSON number literals by exact decimal value,
+// with no limit on their digits or exponents: each is brought to the one
+// form sign × digits × 10^exponent whose digits have no leading or
+// trailing zero, and the forms are compared. Every zero is the same zero,
+// -0 included.
 func numbersEqual(a, b string) bool {
 	if a == b {
 		return true
 	}
-	x, _, errX := apd.NewFromString(a)
-	y, _, errY := apd.NewFromString(b)
-	if errX != nil || errY != nil {
-		return false
+	x, y := normalize(a), normalize(b)
+	if x.digits == "" || y.digits == "" {
+		return x.digits == y.digits // zero equals only zero
 	}
-	return x.Cmp(y) == 0
+	return x.negative == y.negative && x.digits == y.digits && x.exponent.Cmp(y.exponent) == 0
+}
+
+// decimal is a number literal in normal form: -?digits × 10^exponent, digits
+// without a leading or trailing zero, empty for zero.
+type decimal struct {
+	negative bool
+	digits   string
+	exponent *big.Int
+}
+
+// normalize brings a literal that Parse accepted to its normal form. The
+// exponent is a big.Int, so no literal is beyond its range.
+func normalize(lit string) decimal {
+	var d decimal
+	if strings.HasPrefix(lit, "-") {
+		d.negative, lit = true, lit[1:]
+	}
+	mantissa, exp, _ := strings.Cut(strings.ToLower(lit), "e")
+	whole, frac, _ := strings.Cut(mantissa, ".")
+	d.exponent = new(big.Int)
+	if exp != "" {
+		d.exponent.SetString(strings.TrimPrefix(exp, "+"), 10) // Parse checked the digits
+	}
+	// digits × 10^(exponent − len(frac)), then each trailing zero moved
+	// into the exponent.
+	digits := strings.TrimLeft(whole+frac, "0")
+	trimmed := strings.TrimRight(digits, "0")
+	shift := int64(len(digits)-len(trimmed)) - int64(len(frac))
+	d.exponent.Add(d.exponent, big.NewInt(shift))
+	d.digits = trimmed
+	return d
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -87,6 +88,21 @@ func TestEqual(t *testing.T) {
 		{`0`, `-0`, true},
 		{`1e999999999999`, `1e999999999999`, true},
 		{`1e999999999999`, `2e999999999999`, false},
+		{`80`, `800e-1`, true},
+		{`80`, `0.08E+3`, true},
+		{`-0`, `0.000e-7`, true},
+		{`0`, `0e999999999999999999999999`, true},
+		{`-1`, `1`, false},
+		{`0.1`, `1e-1`, true},
+		{`12`, `12.0000001`, false},
+		// Past any fixed exponent range: compared exactly all the same.
+		{`80`, `80.` + strings.Repeat("0", 100_010), true},
+		{`80.` + strings.Repeat("0", 100_010) + `1`, `80`, false},
+		{`1e99999999999999999999999`, `10e99999999999999999999998`, true},
+		{`1e99999999999999999999999`, `1e99999999999999999999998`, false},
+		{`1e-99999999999999999999999`, `0.1e-99999999999999999999998`, true},
+		{`1e-99999999999999999999999`, `0`, false},
+		{`0.` + strings.Repeat("0", 100_010) + `8e100013`, `800`, true},
 		{`true`, `1`, false},
 		{`"1"`, `1`, false},
 		{`null`, `false`, false},
@@ -97,14 +113,24 @@ func TestEqual(t *testing.T) {
 		{`"é"`, `"\u00e9"`, true},
 	}
 	for _, tt := range tests {
-		is := is.New(t)
-		a, err := strictjson.Parse([]byte(tt.a))
-		is.NoErr(err)
-		b, err := strictjson.Parse([]byte(tt.b))
-		is.NoErr(err)
-		is.Equal(strictjson.Equal(a, b), tt.same) // tt.a vs tt.b
-		is.Equal(strictjson.Equal(b, a), tt.same) // symmetric
+		t.Run(brief(tt.a)+" vs "+brief(tt.b), func(t *testing.T) {
+			is := is.New(t)
+			a, err := strictjson.Parse([]byte(tt.a))
+			is.NoErr(err)
+			b, err := strictjson.Parse([]byte(tt.b))
+			is.NoErr(err)
+			is.Equal(strictjson.Equal(a, b), tt.same) // tt.a vs tt.b
+			is.Equal(strictjson.Equal(b, a), tt.same) // symmetric
+		})
 	}
+}
+
+// brief shortens a literal for a subtest's name.
+func brief(s string) string {
+	if len(s) > 24 {
+		return fmt.Sprintf("%s…(%d bytes)", s[:12], len(s))
+	}
+	return s
 }
 
 // FuzzParse checks the parser against the independent oracle of
