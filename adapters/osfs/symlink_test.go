@@ -316,3 +316,28 @@ func TestTheWriterRefusesADirectorySwappedForASymlink(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(entries), 1) // only real.csv: no lock file or folder made in data/
 }
+
+// Found by FuzzResolve: an absolute path that steps back with ".." from
+// below a file is ENOTDIR for the kernel, so it is for Resolve, as the
+// same path relative to the workspace already was; and outside the
+// workspace it is outside. A cancel file at data/transactions.csv/x/..
+// therefore never exists.
+func TestDotDotBelowAFileIsNotADirectory(t *testing.T) {
+	ws, outside := layout(t)
+	w := open(t, ws)
+	for _, tt := range []struct {
+		path string
+		err  error
+	}{
+		{ws + "/data/real.csv/x/..", ports.ErrNotDir}, // not filepath.Join, which cleans ".." away
+		{"data/real.csv/x/..", ports.ErrNotDir},
+		{outside + "/secret.csv/x/..", ports.ErrOutside},
+	} {
+		is := is.New(t)
+		_, err := w.Resolve(tt.path)
+		if !errors.Is(err, tt.err) {
+			t.Errorf("Resolve(%q): %v, want %v", tt.path, err, tt.err)
+		}
+		is.True(err != nil)
+	}
+}

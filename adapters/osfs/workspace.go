@@ -181,21 +181,46 @@ func (w *Workspace) Resolve(p string) (_ ports.Location, err error) {
 // workspace, whatever lies in the way.
 func (w *Workspace) relate(abs string) (string, error) {
 	resolved, err := resolveAbs(abs)
+	var file *fileInTheWay
+	if errors.As(err, &file) {
+		// Containment first: a file in the way outside the workspace is
+		// outside, as the rest of the path would be.
+		if _, ok := w.inside(file.at); !ok {
+			return "", ports.ErrOutside
+		}
+		return "", ports.ErrNotDir
+	}
 	if err != nil {
 		return "", err
 	}
-	rel, err := filepath.Rel(w.real, resolved)
-	if err != nil || !(rel == "." || filepath.IsLocal(rel)) {
+	rel, ok := w.inside(resolved)
+	if !ok {
 		return "", ports.ErrOutside
 	}
 	return rel, nil
 }
 
+// inside relates a resolved absolute path to the workspace: its relative
+// form, and whether it lies inside.
+func (w *Workspace) inside(resolved string) (string, bool) {
+	rel, err := filepath.Rel(w.real, resolved)
+	if err != nil || !(rel == "." || filepath.IsLocal(rel)) {
+		return "", false
+	}
+	return rel, true
+}
+
+// fileInTheWay is resolveAbs meeting a file where the path goes on: the
+// kernel's ENOTDIR, at the resolved path of that file.
+type fileInTheWay struct{ at string }
+
+func (e *fileInTheWay) Error() string { return "a file stands where the path goes on" }
+
 // resolveAbs resolves the absolute path p one component at a time from the
 // filesystem root: each existing symlink is read and followed, ".." steps
 // back from what was resolved so far (never lexically across a link), and
-// once a component does not exist, or a file stands where a directory
-// would, the rest is taken as written.
+// once a component does not exist the rest is taken as written. A file
+// where the path goes on is a *fileInTheWay, as the kernel's ENOTDIR.
 func resolveAbs(p string) (string, error) {
 	todo := split(p)
 	var done []string
@@ -237,8 +262,10 @@ func resolveAbs(p string) (string, error) {
 				done = nil
 			}
 			todo = append(split(target), todo...)
-		case !fi.IsDir():
-			virtual = 1 // nothing can lie below a file
+		case !fi.IsDir() && len(todo) > 0:
+			// Nothing lies below a file, and the kernel does not step
+			// back from one with "..": ENOTDIR, as walk answers.
+			return "", &fileInTheWay{at: cur}
 		}
 	}
 	return "/" + path.Join(done...), nil
