@@ -71,10 +71,7 @@ func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) (
 	if err != nil {
 		return nil, classify(identifyingEngine, "", err)
 	}
-	resultBytes, err := encodeSaved(result)
-	if err != nil {
-		return nil, classify(encodingRun, "result", err)
-	}
+	resultBytes := encodeResult(&result, resultSizeHint(&result))
 	receipt := newReceipt(runID, snap, engine, resultBytes, s.p.Clock.Now())
 	if s.signingKey != nil {
 		receipt.Signer = signerOf(s.signingKey)

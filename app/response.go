@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/metricproof/metricproof/domain"
 )
 
 // ProtocolVersion is the version of the tool protocol this engine speaks.
@@ -103,14 +105,21 @@ func (o outcome) answer() Answer {
 		env.Status = o.err.Code.Status()
 		env.Error = &wireError{Code: o.err.Code, Message: o.err.Message, Retryable: o.err.Code.Retryable()}
 	}
-	data, err := marshal(env, "")
-	if err != nil {
-		env.OK, env.Status, env.Result, env.Artifacts = false, "error", nil, Artifacts{}
-		env.Error = &wireError{Code: InternalError, Message: "the response could not be encoded"}
-		data, _ = marshal(env, "")
-		return Answer{JSON: bytes.TrimSuffix(data, []byte("\n")), Code: InternalError}
+	w := jsonOut{b: make([]byte, 0, answerSizeHint(env.Result))}
+	data := w.b
+	if w.envelope(&env) {
+		data = w.b
+	} else {
+		var err error
+		if data, err = marshal(env, ""); err != nil {
+			env.OK, env.Status, env.Result, env.Artifacts = false, "error", nil, Artifacts{}
+			env.Error = &wireError{Code: InternalError, Message: "the response could not be encoded"}
+			data, _ = marshal(env, "")
+			return Answer{JSON: bytes.TrimSuffix(data, []byte("\n")), Code: InternalError}
+		}
+		data = bytes.TrimSuffix(data, []byte("\n"))
 	}
-	a := Answer{JSON: bytes.TrimSuffix(data, []byte("\n"))}
+	a := Answer{JSON: data}
 	if o.err != nil {
 		a.Code = o.err.Code
 	}
@@ -130,4 +139,23 @@ func marshal(v any, indent string) ([]byte, error) {
 		return nil, fmt.Errorf("encode: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// answerSizeHint guesses the size of a response, so that its buffer grows
+// at most once or twice: a result's bytes are about proportional to its
+// rows.
+func answerSizeHint(result any) int {
+	if r, ok := result.(domain.Result); ok {
+		return 1024 + resultSizeHint(&r)
+	}
+	return 2048
+}
+
+// resultSizeHint guesses the size of a result's JSON.
+func resultSizeHint(r *domain.Result) int {
+	n := 2048 + 120*len(r.Revenue.Contributions)
+	for _, b := range r.Release.Blockers {
+		n += 72 * len(b.Subjects)
+	}
+	return n + 72*(len(r.CustomerJoin.DuplicateKeys)+len(r.CustomerJoin.UnmatchedKeys))
 }

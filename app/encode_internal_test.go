@@ -1,0 +1,144 @@
+package app
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/metricproof/metricproof/domain"
+)
+
+// hostile holds strings with every escape encoding/json writes, and what
+// it leaves alone (no HTML escaping).
+func hostile() []string {
+	var controls strings.Builder
+	for c := range 0x20 {
+		controls.WriteByte(byte(c))
+	}
+	return []string{
+		"", "T1", `"quoted" \back\slash`, controls.String(), "\x7f", "a\xffb\xc3", "\xe2\x80\xa8 \xe2\x80\xa9",
+		"<script>&amp;</script>", "héllo wörld ✓ 😀", "\u00a0\ufeff", strings.Repeat("x", 300),
+	}
+}
+
+func str(s string) *string { return &s }
+
+// sampleResult is a result whose every string is s, with lists of n.
+func sampleResult(s string, n int, nilLists bool) domain.Result {
+	r := domain.Result{DefinitionID: s, SourceDigest: s, Synthetic: n%2 == 0,
+		Conversion:   domain.Conversion{Successes: int64(n), Eligible: -int64(n) - 1, Method: s},
+		Revenue:      domain.Revenue{Units: s, KnownSubtotal: s, KnownRows: n, TotalRows: 2 * n},
+		CustomerJoin: domain.CustomerJoin{Status: s, JoinedOutput: s},
+		Release:      domain.Release{Eligible: n%3 == 0, HumanApproval: s},
+	}
+	if n%2 == 1 {
+		r.Conversion.Rate, r.Revenue.CompleteTotal = str(s), str(s+"t")
+	}
+	if nilLists {
+		return r
+	}
+	r.Revenue.Contributions = []domain.Contribution{}
+	r.CustomerJoin.DuplicateKeys, r.CustomerJoin.UnmatchedKeys = []string{}, []string{}
+	r.Release.Blockers = []domain.Blocker{}
+	for i := range n {
+		c := domain.Contribution{TransactionID: s}
+		if i%2 == 0 {
+			c.NetRevenue = str(s)
+		}
+		r.Revenue.Contributions = append(r.Revenue.Contributions, c)
+		r.CustomerJoin.DuplicateKeys = append(r.CustomerJoin.DuplicateKeys, s)
+		b := domain.Blocker{Code: s, Message: s, Subjects: []string{}}
+		if i%3 == 0 {
+			b.Subjects = nil
+		}
+		for range i {
+			b.Subjects = append(b.Subjects, s)
+		}
+		r.Release.Blockers = append(r.Release.Blockers, b)
+	}
+	return r
+}
+
+// sampleEnvelopes are responses of every shape around result.
+func sampleEnvelopes(s string, result any) []envelope {
+	id := str(s)
+	return []envelope{
+		{ProtocolVersion: ProtocolVersion, RequestID: id, OK: true, Status: "success", Tool: id, Result: result,
+			Artifacts: Artifacts{Result: s, Receipt: s, Checksums: s, Attestation: s}, Verification: notClaimed()},
+		{ProtocolVersion: ProtocolVersion, Status: "error", Error: &wireError{Code: Code(s), Message: s, Retryable: true},
+			Verification: notClaimed()},
+		{ProtocolVersion: s, RequestID: id, Status: s, Result: result, Artifacts: Artifacts{Receipt: s}, Verification: disclaimer{HumanReview: s}},
+	}
+}
+
+// checkSame holds the encoder to encoding/json's bytes, for result.json
+// (saved layout) and for the compact response around every kind of result.
+func checkSame(t *testing.T, s string, n int, nilLists bool) {
+	t.Helper()
+	r := sampleResult(s, n, nilLists)
+	want, err := marshal(r, savedIndent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := encodeResult(&r, 0); !bytes.Equal(got, want) {
+		t.Fatalf("result.json of %q, %d, %v:\n got %q\nwant %q", s, n, nilLists, got, want)
+	}
+	results := []any{nil, r,
+		InspectResult{SourceDigest: s, Sources: map[string]string{s: s, "b": s, "a": s + "x"}, DefinitionID: s,
+			RowCounts: RowCounts{n, n + 1, -n}, ReleaseBlockers: r.Release.Blockers},
+		InspectResult{},
+		VerifyResult{RunID: s, Integrity: s, SourceDigest: s, ReleaseEligible: nilLists, HumanApproval: s, Checks: r.CustomerJoin.DuplicateKeys},
+	}
+	for _, result := range results {
+		for _, env := range sampleEnvelopes(s, result) {
+			want, err := marshal(env, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := jsonOut{}
+			if !w.envelope(&env) {
+				t.Fatalf("the encoder does not know %T", result)
+			}
+			if !bytes.Equal(append(w.b, '\n'), want) {
+				t.Fatalf("response of %T %q:\n got %q\nwant %q", result, s, w.b, want)
+			}
+		}
+	}
+}
+
+// The encoder writes, byte for byte, what encoding/json writes: every
+// escape, nil and empty lists, empty objects, both layouts. The golden
+// result and every e2e test hold it on real results too.
+func TestTheEncoderWritesWhatEncodingJSONWrites(t *testing.T) {
+	for _, s := range hostile() {
+		for _, n := range []int{0, 1, 2, 5} {
+			for _, nilLists := range []bool{false, true} {
+				checkSame(t, s, n, nilLists)
+			}
+		}
+	}
+}
+
+// A result type the encoder does not know goes to encoding/json.
+func TestAnUnknownResultFallsBackToEncodingJSON(t *testing.T) {
+	env := sampleEnvelopes("x", struct{ A int }{1})[0]
+	w := jsonOut{}
+	if w.envelope(&env) {
+		t.Fatal("the encoder claimed a type it does not know")
+	}
+	a := outcome{call: call{id: "x", idHeard: true}, result: struct{ A int }{1}}.answer()
+	if !bytes.Contains(a.JSON, []byte(`"result":{"A":1}`)) {
+		t.Fatalf("no fallback: %s", a.JSON)
+	}
+}
+
+// FuzzEncoderMatchesEncodingJSON: any string, in every place a result or
+// response holds one, is written as encoding/json writes it.
+func FuzzEncoderMatchesEncodingJSON(f *testing.F) {
+	for _, s := range hostile() {
+		f.Add(s, uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, s string, n uint8) {
+		checkSame(t, s, int(n%6), n%7 == 0)
+	})
+}
