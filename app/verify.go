@@ -65,8 +65,35 @@ type audit struct {
 	parsedReceipt                           Receipt
 	parsedResult                            domain.Result
 	parsedChecksums                         Checksums
-	// Filled by sourcesUnchanged.
-	snap snapshot
+	// Filled by recompute, at the first check that needs it: the current
+	// sources read once (or why they could not be), their result, and its
+	// bytes in the saved layout (or the domain's refusal).
+	recomputedOnce bool
+	snap           snapshot
+	readErr        error
+	fresh          domain.Result
+	freshBytes     []byte
+	computeErr     error
+}
+
+// recompute reads the current sources and computes their result, once.
+// It is a check's preparation, not a check: what it finds is reported by
+// the checks in their declared order (the sources' faults at
+// sources_unchanged, the domain's at result_recomputed). shapes uses it
+// first: result.json that is byte for byte the fresh result is that
+// result, and needs no slower shape check.
+func (a *audit) recompute() {
+	if a.recomputedOnce {
+		return
+	}
+	a.recomputedOnce = true
+	if a.snap, a.readErr = a.s.readSources(); a.readErr != nil {
+		return
+	}
+	if _, a.fresh, a.computeErr = compute(a.snap); a.computeErr != nil {
+		return
+	}
+	a.freshBytes = encodeResult(&a.fresh, len(a.result))
 }
 
 // verify re-reads the run O/runID, checks every byte and binding against
@@ -147,9 +174,14 @@ func (a *audit) shapes() error {
 		return found("run %s holds an entry analyze never writes; a signed run is exactly %s, %s, %s and %s", a.runID, ResultFile, ReceiptFile, ChecksumsFile, AttestationFile)
 	}
 	a.result, a.receipt, a.checksums, a.attestation = data[ResultFile], data[ReceiptFile], data[ChecksumsFile], data[AttestationFile]
+	a.recompute()
 	switch {
+	case a.freshBytes != nil && bytes.Equal(a.freshBytes, a.result):
+		a.parsedResult = a.fresh // this engine's own encoding: strict JSON of the shape
 	case !decodeShape(a.result, &a.parsedResult):
 		return found("%s of run %s is not strict JSON of a result's shape", ResultFile, a.runID)
+	}
+	switch {
 	case !decodeShape(a.receipt, &a.parsedReceipt) || !validReceipt(a.parsedReceipt):
 		return found("%s of run %s is not strict JSON of a receipt's shape", ReceiptFile, a.runID)
 	case !decodeShape(a.checksums, &a.parsedChecksums) || !isDigest(a.parsedChecksums.Receipt) || !isDigest(a.parsedChecksums.Result):
@@ -202,16 +234,15 @@ func (a *audit) signed() bool {
 
 // sourcesUnchanged: the current source bytes are the ones the receipt holds.
 func (a *audit) sourcesUnchanged() error {
-	snap, err := a.s.readSources()
-	if err != nil {
-		return err
+	a.recompute()
+	if a.readErr != nil {
+		return a.readErr
 	}
 	for _, name := range domain.SourceNames() {
-		if snap.hashes[name] != a.parsedReceipt.Sources[name] {
+		if a.snap.hashes[name] != a.parsedReceipt.Sources[name] {
 			return found("%s changed since run %s", name, a.runID)
 		}
 	}
-	a.snap = snap
 	return nil
 }
 
@@ -232,12 +263,11 @@ func (a *audit) engineUnchanged() error {
 // one layout), so bytes are compared: any difference, even of layout,
 // means this engine did not write it from these sources.
 func (a *audit) recomputed() error {
-	_, fresh, err := compute(a.snap)
-	if err != nil {
-		return err
+	a.recompute()
+	if a.computeErr != nil {
+		return a.computeErr
 	}
-	freshBytes := encodeResult(&fresh, len(a.result))
-	if !bytes.Equal(freshBytes, a.result) {
+	if !bytes.Equal(a.freshBytes, a.result) {
 		return found("a fresh computation over the same sources differs from %s", ResultFile)
 	}
 	return nil
