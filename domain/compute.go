@@ -2,8 +2,6 @@ package domain
 
 import (
 	"slices"
-
-	"github.com/cockroachdb/apd/v3"
 )
 
 // Compute runs the synthetic-v1 calculation over validated records. The
@@ -14,10 +12,7 @@ func Compute(in Inputs, sourceDigest string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	rev, missing, err := revenue(in.Transactions)
-	if err != nil {
-		return Result{}, err
-	}
+	rev, missing := revenue(in.Transactions)
 	join := customerJoin(in.Transactions, in.Customers)
 	return Result{
 		DefinitionID: DefinitionID,
@@ -41,39 +36,47 @@ func conversion(groups []Group) (Conversion, error) {
 	return c, err
 }
 
-// revenue computes each contribution exactly and returns the IDs of the
-// transactions whose price is blank, in file order.
-func revenue(txs []Transaction) (Revenue, []string, error) {
-	ctx := exact()
-	one := apd.New(1, 0)
-	var subtotal, qty, gross, keep, net apd.Decimal
+// revenue computes each contribution exactly, in integers (fixed.go), and
+// returns the IDs of the transactions whose price is blank, in file order.
+// The money strings share one backing string, and the pointers one array.
+func revenue(txs []Transaction) (Revenue, []string) {
+	var subtotal sum192
 	r := Revenue{Units: RevenueUnits, TotalRows: len(txs), Contributions: make([]Contribution, len(txs))}
 	missing := []string{}
+	text := make([]byte, 0, 24*len(txs))
+	ends := make([]int, len(txs))
 	for i := range txs {
 		t := &txs[i]
 		r.Contributions[i].TransactionID = t.ID
+		ends[i] = len(text)
 		if !t.PriceKnown {
 			missing = append(missing, t.ID)
 			continue
 		}
-		qty.SetInt64(t.Quantity)
-		_, err1 := ctx.Mul(&gross, &qty, &t.UnitPrice)
-		_, err2 := ctx.Sub(&keep, one, &t.Discount)
-		_, err3 := ctx.Mul(&net, &gross, &keep)
-		_, err4 := ctx.Add(&subtotal, &subtotal, &net)
-		if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
-			return Revenue{}, nil, &NumericError{What: "net revenue of transaction " + t.ID}
-		}
-		s := FormatMoney(&net)
-		r.Contributions[i].NetRevenue = &s
+		v, neg := netRevenue(t.Quantity, t.UnitPrice, t.Discount)
+		subtotal.add(v, neg)
+		text = appendMoney(text, []uint64{v.lo, v.hi}, neg)
+		ends[i] = len(text)
 		r.KnownRows++
 	}
-	r.KnownSubtotal = FormatMoney(&subtotal)
+	all := string(text)
+	values := make([]string, r.KnownRows)
+	start, k := 0, 0
+	for i := range txs {
+		if ends[i] > start {
+			values[k] = all[start:ends[i]]
+			r.Contributions[i].NetRevenue = &values[k]
+			k++
+		}
+		start = ends[i]
+	}
+	words, neg := subtotal.magnitude()
+	r.KnownSubtotal = string(appendMoney(nil, words[:], neg))
 	if r.KnownRows == r.TotalRows {
 		total := r.KnownSubtotal
 		r.CompleteTotal = &total
 	}
-	return r, missing, nil
+	return r, missing
 }
 
 func customerJoin(txs []Transaction, customers []Customer) CustomerJoin {

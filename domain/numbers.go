@@ -77,11 +77,9 @@ func parseQuantity(s string) (int64, bool) {
 }
 
 // parseAmount parses a nonnegative decimal.
-func parseAmount(s string) (apd.Decimal, bool) {
+func parseAmount(s string) (Amount, bool) {
 	coef, scale, ok := plain(s, false, true)
-	var d apd.Decimal
-	d.SetFinite(coef, -scale)
-	return d, ok
+	return Amount{Coef: coef, Scale: scale}, ok
 }
 
 // FormatMoney writes d as an exact plain decimal: no exponent, trailing

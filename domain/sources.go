@@ -1,10 +1,9 @@
 package domain
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
-
-	"github.com/cockroachdb/apd/v3"
 )
 
 // The four sources, relative to the workspace, with forward slashes.
@@ -35,9 +34,9 @@ type Transaction struct {
 	CustomerID string
 	Quantity   int64
 	// UnitPrice is meaningful only when PriceKnown; a blank price is unknown.
-	UnitPrice  apd.Decimal
+	UnitPrice  Amount
 	PriceKnown bool
-	Discount   apd.Decimal
+	Discount   Amount
 }
 
 // Group is one validated row of data/groups.csv.
@@ -177,9 +176,9 @@ func (seen firstLine) repeat(key string, line int) (int, bool) {
 // ParseTransactions validates data/transactions.csv.
 func ParseTransactions(data []byte) ([]Transaction, error) {
 	h := []string{"transaction_id", "customer_id", "quantity", "unit_price", "discount"}
-	out := make([]Transaction, 0, estimateRows(data, 24))
-	seen := firstLine{}
-	one := apd.New(1, 0)
+	rows := estimateRows(data)
+	out := make([]Transaction, 0, rows)
+	seen := make(firstLine, rows)
 	err := table(TransactionsFile, data, h, func(line int, f []string) error {
 		bad := func(col int, reason string) error { return cell(TransactionsFile, h, line, col, reason) }
 		t := Transaction{ID: f[0], CustomerID: f[1]}
@@ -202,7 +201,7 @@ func ParseTransactions(data []byte) ([]Transaction, error) {
 			}
 			t.PriceKnown = true
 		}
-		if t.Discount, ok = parseAmount(f[4]); !ok || t.Discount.Cmp(one) > 0 {
+		if t.Discount, ok = parseAmount(f[4]); !ok || uint64(t.Discount.Coef) > pow10(t.Discount.Scale) {
 			return bad(4, "not a decimal in [0, 1] (plain notation, at most 6 fractional digits)")
 		}
 		out = append(out, t)
@@ -217,8 +216,9 @@ func ParseTransactions(data []byte) ([]Transaction, error) {
 // ParseGroups validates data/groups.csv.
 func ParseGroups(data []byte) ([]Group, error) {
 	h := []string{"group_id", "successes", "eligible"}
-	out := make([]Group, 0, estimateRows(data, 12))
-	seen := firstLine{}
+	rows := estimateRows(data)
+	out := make([]Group, 0, rows)
+	seen := make(firstLine, rows)
 	err := table(GroupsFile, data, h, func(line int, f []string) error {
 		bad := func(col int, reason string) error { return cell(GroupsFile, h, line, col, reason) }
 		g := Group{ID: f[0]}
@@ -251,7 +251,7 @@ func ParseGroups(data []byte) ([]Group, error) {
 // a fault here: it is the duplicate-key defect that [Compute] reports.
 func ParseCustomers(data []byte) ([]Customer, error) {
 	h := []string{"customer_id", "segment"}
-	out := make([]Customer, 0, estimateRows(data, 8))
+	out := make([]Customer, 0, estimateRows(data))
 	err := table(CustomersFile, data, h, func(line int, f []string) error {
 		c := Customer{ID: f[0], Segment: f[1]}
 		if !ValidID(c.ID) {
@@ -269,10 +269,11 @@ func ParseCustomers(data []byte) ([]Customer, error) {
 	return out, nil
 }
 
-// estimateRows guesses a row count from the file size, so the record slice
-// is rarely regrown; it never exceeds the row limit.
-func estimateRows(data []byte, minRowBytes int) int {
-	return min(len(data)/minRowBytes+1, MaxDataRows)
+// estimateRows bounds the data rows of a file by its line count (a fast
+// count of newlines), so the record slice and the key map are sized once
+// and never regrown; it never exceeds the row limit.
+func estimateRows(data []byte) int {
+	return min(bytes.Count(data, []byte{'\n'})+1, MaxDataRows)
 }
 
 // ParseSources validates the four sources, keyed by their relative paths, in
