@@ -14,7 +14,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/domain/strictjson"
 )
