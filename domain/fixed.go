@@ -114,18 +114,21 @@ func (s sum192) magnitude() ([3]uint64, bool) {
 func appendMoney(dst []byte, w []uint64, neg bool) []byte {
 	var words [3]uint64
 	top := copy(words[:], w) - 1
-	// Digits, filled from the right by repeated division by 10^19; 192
-	// bits need at most 4 rounds of 19.
+	// Digits, filled from the right: while more than one word is left, 19
+	// at a time by division by 10^19 (192 bits need at most 4 rounds), then
+	// the last word's own.
 	var buf [80]byte
-	for k := range buf {
-		buf[k] = '0'
-	}
 	i := len(buf)
-	for {
-		for top >= 0 && words[top] == 0 {
+	for top >= 0 {
+		if words[top] == 0 {
 			top--
+			continue
 		}
-		if top < 0 {
+		if top == 0 {
+			for v := words[0]; v > 0; v /= 10 {
+				i--
+				buf[i] = byte('0' + v%10)
+			}
 			break
 		}
 		var rem uint64
@@ -139,12 +142,16 @@ func appendMoney(dst []byte, w []uint64, neg bool) []byte {
 		}
 	}
 	for i < len(buf) && buf[i] == '0' {
-		i++
+		i++ // a leading zero of a 19-digit round
 	}
 	if i == len(buf) {
 		return append(dst, '0')
 	}
-	digits := buf[min(i, len(buf)-moneyScale-1):] // at least one integer digit
+	for len(buf)-i <= moneyScale {
+		i--
+		buf[i] = '0' // at least one integer digit
+	}
+	digits := buf[i:]
 	whole, frac := digits[:len(digits)-moneyScale], digits[len(digits)-moneyScale:]
 	for len(frac) > 0 && frac[len(frac)-1] == '0' {
 		frac = frac[:len(frac)-1]

@@ -3,6 +3,7 @@ package domain_test
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -179,4 +180,23 @@ func TestMessagesNeverQuoteTheData(t *testing.T) {
 	_, err := domain.ParseSources(files)
 	is.True(err != nil)
 	is.True(!strings.Contains(err.Error(), "/etc")) // the value is not echoed
+}
+
+// ValidID is exactly ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$, checked against
+// the regular expression for every byte in every position.
+func TestValidIDIsItsPattern(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+	for c := range 256 {
+		for _, s := range []string{string(rune(c)), "a" + string([]byte{byte(c)}), string([]byte{byte(c)}) + "a", "ab" + string([]byte{byte(c)}) + "cd"} {
+			if got, want := domain.ValidID(s), re.MatchString(s); got != want {
+				t.Fatalf("ValidID(%q) = %v, the pattern says %v", s, got, want)
+			}
+		}
+	}
+	for n := 0; n <= 70; n++ {
+		s := strings.Repeat("a", n)
+		if domain.ValidID(s) != re.MatchString(s) {
+			t.Fatalf("ValidID of %d characters", n)
+		}
+	}
 }
