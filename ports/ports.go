@@ -248,7 +248,8 @@ type Clock interface {
 // Engine identifies the running engine.
 type Engine interface {
 	// Identity returns the SHA256 of the running executable and its build
-	// facts.
+	// facts. It is safe to call concurrently: the app warms it on another
+	// goroutine while a call reads its sources.
 	Identity() (EngineIdentity, error)
 }
 

@@ -18,22 +18,18 @@ import (
 // Self identifies the process's own executable, hashing it once: the
 // image does not change while the process runs.
 type Self struct {
-	once sync.Once
-	id   ports.EngineIdentity
-	err  error
+	identity func() (ports.EngineIdentity, error)
 }
 
 var _ ports.Engine = (*Self)(nil)
 
 // New returns the running engine, not yet hashed.
-func New() *Self { return &Self{} }
+func New() *Self { return &Self{identity: sync.OnceValues(identify)} }
 
 // Identity implements ports.Engine: the first call hashes the executable,
-// later ones return what it found.
-func (s *Self) Identity() (ports.EngineIdentity, error) {
-	s.once.Do(func() { s.id, s.err = identify() })
-	return s.id, s.err
-}
+// later and concurrent ones wait for it and return what it found (a panic
+// of the first is the panic of every call, never a zero identity).
+func (s *Self) Identity() (ports.EngineIdentity, error) { return s.identity() }
 
 // identify hashes the running executable. On Linux it reads
 // /proc/self/exe, which is the image actually running even if the file at
