@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/metricproof/metricproof/adapters/internal/bounded"
@@ -187,30 +188,45 @@ func (ew *writer) Stage(files []ports.File) (err error) {
 		return err
 	}
 	ew.pending = name // from here on, Close removes it
-	for _, f := range files {
-		if err := ew.writeFile(path.Join(name, f.Name), f.Data); err != nil {
+	// Every file is created exclusively and written; then the files and
+	// the pending directory are fsynced at once, since a journal commits
+	// concurrent fsyncs together; all must succeed before Stage does.
+	opened := make([]*os.File, 0, len(files)+1)
+	defer func() {
+		for _, f := range opened {
+			if cerr := f.Close(); err == nil && cerr != nil {
+				err = cerr
+			}
+		}
+	}()
+	for _, file := range files {
+		f, err := ew.ws.openFile(ew.out, path.Join(name, file.Name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return err
+		}
+		opened = append(opened, f)
+		if _, err := ew.ws.write(f, file.Data); err != nil {
 			return err
 		}
 	}
-	return ew.syncDir(name)
-}
-
-// writeFile creates name exclusively, writes data, fsyncs and closes it,
-// checking every step.
-func (ew *writer) writeFile(name string, data []byte) error {
-	f, err := ew.ws.openFile(ew.out, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	d, err := ew.out.Open(name)
 	if err != nil {
 		return err
 	}
-	if _, err := ew.ws.write(f, data); err != nil {
-		f.Close()
-		return err
+	opened = append(opened, d)
+	return ew.syncAll(opened)
+}
+
+// syncAll fsyncs every file at once and returns the first error, in the
+// files' order.
+func (ew *writer) syncAll(files []*os.File) error {
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Go(func() { errs[i] = ew.ws.sync(f) })
 	}
-	if err := ew.ws.sync(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // syncDir fsyncs the directory name inside the output directory ("." for

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/matryer/is"
@@ -25,11 +27,15 @@ func TestAnyFailedSyncAbandonsTheCommit(t *testing.T) {
 		dir := t.TempDir()
 		ws, err := Open(dir)
 		is.NoErr(err)
+		var mu sync.Mutex // Stage syncs its files and directory at once
 		calls := 0
 		boom := errors.New("injected fsync failure")
 		ws.sync = func(f *os.File) error {
+			mu.Lock()
 			calls++
-			if calls == failAt {
+			fail := calls == failAt
+			mu.Unlock()
+			if fail {
 				return boom
 			}
 			return f.Sync()
@@ -57,10 +63,13 @@ func TestSyncsCoverFilesPendingDirOutputAndCreatedParents(t *testing.T) {
 	ws, err := Open(dir)
 	is.NoErr(err)
 	defer ws.Close()
+	var mu sync.Mutex
 	var synced []string
 	ws.sync = func(f *os.File) error {
 		rel, _ := filepath.Rel(dir, f.Name())
+		mu.Lock()
 		synced = append(synced, filepath.ToSlash(rel))
+		mu.Unlock()
 		return f.Sync()
 	}
 	w, err := ws.OpenWriter("runs/out")
@@ -69,11 +78,13 @@ func TestSyncsCoverFilesPendingDirOutputAndCreatedParents(t *testing.T) {
 	is.NoErr(w.Commit("r1"))
 	is.NoErr(w.Close())
 	is.Equal(len(synced), 5)
-	pending := filepath.Dir(synced[0])
+	staged := synced[:2] // the file and its directory, fsynced at once
+	slices.Sort(staged)
+	pending := staged[0]
 	is.True(strings.HasPrefix(pending, "runs/out/"+ports.PendingPrefix))
 	is.Equal(synced, []string{
-		pending + "/a.json", // the file
 		pending,             // the pending directory, before the rename
+		pending + "/a.json", // the file, before the rename
 		"runs/out",          // the output directory, after the rename
 		"runs",              // parent of the created out
 		".",                 // the workspace, parent of the created runs
