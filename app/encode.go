@@ -99,11 +99,43 @@ func (w *jsonOut) strs(list []string) {
 
 const hexDigits = "0123456789abcdef"
 
+// plainString reports whether s holds only printable ASCII other than '"'
+// and '\\', which JSON writes as they are; it looks at eight bytes at a
+// time.
+func plainString(s string) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		quote := x ^ ('"' * ones)
+		slash := x ^ ('\\' * ones)
+		// A byte is special when it is ≥ 0x80, < 0x20, '"' or '\\'.
+		if (x|(x-0x20*ones)|(quote-ones)&^quote|(slash-ones)&^slash)&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
 // str writes s as a JSON string with the escapes encoding/json uses: \" \\
 // \b \f \n \r \t, \u00XX for other control bytes, \ufffd for invalid
 // UTF-8, and \u2028 and \u2029; nothing else, and no HTML escape.
 func (w *jsonOut) str(s string) {
 	w.b = append(w.b, '"')
+	if plainString(s) { // IDs, digests, money: nothing to escape
+		w.b = append(w.b, s...)
+		w.b = append(w.b, '"')
+		return
+	}
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/metricproof/metricproof/adapters/engine"
@@ -36,6 +37,9 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx := cancelledBySignals()
 	wire := newWire(engine.New())
+	if len(args) == 0 || args[0] != "mcp" {
+		oneShotMemory()
+	}
 	if len(args) > 0 {
 		switch args[0] {
 		case "mcp":
@@ -62,6 +66,26 @@ func cancelledBySignals() context.Context {
 		cancel()
 	}()
 	return ctx
+}
+
+// oneShotLimitBytes bounds the memory of a one-shot call, whose collector
+// is off: a backstop far above what any valid call needs (about 25 MB at
+// the maximum inputs), where the collector comes back.
+const oneShotLimitBytes = 256 << 20
+
+// oneShotMemory switches the garbage collector off for a one-shot call: it
+// lives a few milliseconds and allocates a few megabytes, so collecting
+// costs more than it returns (measured at the maximum inputs: inspect
+// 11.8 → 8.6 ms, analyze 26.9 → 21.9 ms, verify 17.0 → 13.4 ms, peak RSS
+// the same). The long-lived MCP server keeps Go's defaults. GOGC or
+// GOMEMLIMIT in the environment win.
+func oneShotMemory() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(-1)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(oneShotLimitBytes)
+	}
 }
 
 // moduleVersion is the version the build recorded for this module, as the
