@@ -41,7 +41,7 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 	if snap.digest != expectedDigest {
 		return committedRun{}, classify(comparingDigest, "", found("the sources' digest is not the expected one; run inspect_inputs again and pass the digest it returns"))
 	}
-	files, e := s.encodeRun(runID, snap, result)
+	files, resultSum, e := s.encodeRun(runID, snap, result)
 	if e != nil {
 		return committedRun{}, e
 	}
@@ -52,7 +52,7 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 		return committedRun{}, e
 	}
 	dir := path.Join(out.Rel, runID)
-	run := committedRun{id: runID, result: result, resultSHA256: domain.SHA256Hex(files[0].Data), artifacts: Artifacts{
+	run := committedRun{id: runID, result: result, resultSHA256: resultSum, artifacts: Artifacts{
 		Result:    path.Join(dir, ResultFile),
 		Receipt:   path.Join(dir, ReceiptFile),
 		Checksums: path.Join(dir, ChecksumsFile),
@@ -65,24 +65,26 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 
 // encodeRun encodes the files of a run, in the order they are written:
 // result.json, receipt.json, checksums.json, and attestation.json when a
-// signing key is given.
-func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) ([]ports.File, *Error) {
+// signing key is given; and the SHA256 of result.json, taken once.
+func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) ([]ports.File, string, *Error) {
 	engine, err := s.p.Engine.Identity()
 	if err != nil {
-		return nil, classify(identifyingEngine, "", err)
+		return nil, "", classify(identifyingEngine, "", err)
 	}
-	resultBytes := encodeResult(&result, resultSizeHint(&result))
-	receipt := newReceipt(runID, snap, engine, resultBytes, s.p.Clock.Now())
+	resultBytes := encodeResult(&result, resultSizeHint(&result, true))
+	resultSum := domain.SHA256Hex(resultBytes)
+	receipt := newReceipt(runID, snap, engine, resultSum, s.p.Clock.Now())
 	if s.signingKey != nil {
 		receipt.Signer = signerOf(s.signingKey)
 	}
 	receiptBytes, err := encodeSaved(receipt)
 	if err != nil {
-		return nil, classify(encodingRun, "receipt", err)
+		return nil, "", classify(encodingRun, "receipt", err)
 	}
-	checksumBytes, err := encodeSaved(Checksums{Receipt: domain.SHA256Hex(receiptBytes), Result: domain.SHA256Hex(resultBytes)})
+	receiptSum := domain.SHA256Hex(receiptBytes)
+	checksumBytes, err := encodeSaved(Checksums{Receipt: receiptSum, Result: resultSum})
 	if err != nil {
-		return nil, classify(encodingRun, "checksums", err)
+		return nil, "", classify(encodingRun, "checksums", err)
 	}
 	files := []ports.File{
 		{Name: ResultFile, Data: resultBytes},
@@ -90,13 +92,13 @@ func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) (
 		{Name: ChecksumsFile, Data: checksumBytes},
 	}
 	if s.signingKey != nil {
-		attestation, err := attest(s.signingKey, receiptBytes, resultBytes)
+		attestation, err := attest(s.signingKey, receiptBytes, receiptSum, resultSum)
 		if err != nil {
-			return nil, classify(encodingRun, "attestation", err)
+			return nil, "", classify(encodingRun, "attestation", err)
 		}
 		files = append(files, ports.File{Name: AttestationFile, Data: attestation})
 	}
-	return files, nil
+	return files, resultSum, nil
 }
 
 // commit writes the run under the writer lock: collision check, staged and

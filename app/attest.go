@@ -84,14 +84,14 @@ func signerOf(key ed25519.PrivateKey) *Signer {
 	return &Signer{KeyID: domain.SHA256Hex(der), PublicKey: base64.StdEncoding.EncodeToString(der)}
 }
 
-// statementAbout encodes the statement about a run's receipt and result
-// bytes, compact.
-func statementAbout(receipt, result []byte) ([]byte, error) {
+// statementAbout encodes the statement about a run's receipt (its bytes
+// are the predicate) and result, given their SHA256, compact.
+func statementAbout(receipt []byte, receiptSum, resultSum string) ([]byte, error) {
 	st := Statement{
 		Type: StatementType,
 		Subject: []Subject{
-			{Name: ReceiptFile, Digest: map[string]string{"sha256": domain.SHA256Hex(receipt)}},
-			{Name: ResultFile, Digest: map[string]string{"sha256": domain.SHA256Hex(result)}},
+			{Name: ReceiptFile, Digest: map[string]string{"sha256": receiptSum}},
+			{Name: ResultFile, Digest: map[string]string{"sha256": resultSum}},
 		},
 		PredicateType: PredicateType,
 		Predicate:     json.RawMessage(receipt),
@@ -105,8 +105,8 @@ func statementAbout(receipt, result []byte) ([]byte, error) {
 
 // attest signs the run's receipt and result: the bytes of its
 // attestation.json.
-func attest(key ed25519.PrivateKey, receipt, result []byte) ([]byte, error) {
-	statement, err := statementAbout(receipt, result)
+func attest(key ed25519.PrivateKey, receipt []byte, receiptSum, resultSum string) ([]byte, error) {
+	statement, err := statementAbout(receipt, receiptSum, resultSum)
 	if err != nil {
 		return nil, err
 	}

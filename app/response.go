@@ -146,16 +146,36 @@ func marshal(v any, indent string) ([]byte, error) {
 // rows.
 func answerSizeHint(result any) int {
 	if r, ok := result.(domain.Result); ok {
-		return 1024 + resultSizeHint(&r)
+		return 1024 + resultSizeHint(&r, false)
 	}
 	return 2048
 }
 
-// resultSizeHint guesses the size of a result's JSON.
-func resultSizeHint(r *domain.Result) int {
-	n := 2048 + 120*len(r.Revenue.Contributions)
-	for _, b := range r.Release.Blockers {
-		n += 72 * len(b.Subjects)
+// resultSizeHint is a close upper bound of a result's JSON size, compact
+// or in the saved layout, so that its buffer is allocated once: the
+// contributions, subjects and keys are nearly all of it.
+func resultSizeHint(r *domain.Result, indented bool) int {
+	perRow, perID := 48, 4 // the keys and punctuation around each
+	if indented {
+		perRow, perID = 90, 12
 	}
-	return n + 72*(len(r.CustomerJoin.DuplicateKeys)+len(r.CustomerJoin.UnmatchedKeys))
+	n := 4096
+	for i := range r.Revenue.Contributions {
+		c := &r.Revenue.Contributions[i]
+		n += perRow + len(c.TransactionID)
+		if c.NetRevenue != nil {
+			n += len(*c.NetRevenue)
+		}
+	}
+	for _, list := range [][]string{r.CustomerJoin.DuplicateKeys, r.CustomerJoin.UnmatchedKeys} {
+		for _, id := range list {
+			n += perID + len(id)
+		}
+	}
+	for _, b := range r.Release.Blockers {
+		for _, id := range b.Subjects {
+			n += perID + len(id)
+		}
+	}
+	return n
 }

@@ -76,7 +76,7 @@ type Checksums struct {
 // createdAtLayout writes the receipt's UTC time.
 const createdAtLayout = time.RFC3339Nano
 
-func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, resultBytes []byte, now time.Time) Receipt {
+func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, resultSHA256 string, now time.Time) Receipt {
 	optional := func(s string) *string {
 		if s == "" {
 			return nil
@@ -90,7 +90,7 @@ func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, result
 		Sources:         snap.hashes,
 		SourceDigest:    snap.digest,
 		EngineSHA256:    engine.SHA256,
-		ResultSHA256:    domain.SHA256Hex(resultBytes),
+		ResultSHA256:    resultSHA256,
 		CreatedAt:       now.UTC().Format(createdAtLayout),
 		Build: Build{
 			GoVersion:     optional(engine.GoVersion),
