@@ -12,8 +12,11 @@ import (
 // result (analyze's response result, the JSON value of result.json), the
 // paths of its files, and the SHA256 of result.json for the ledger.
 type committedRun struct {
-	id           string
-	result       domain.Result
+	id     string
+	result domain.Result
+	// resultJSON is the result's compact JSON, for the response; nil when
+	// it was not encoded ahead.
+	resultJSON   []byte
 	artifacts    Artifacts
 	resultSHA256 string
 }
@@ -48,11 +51,24 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 	if e := s.checkCancel(ctx, "before writes"); e != nil {
 		return committedRun{}, e
 	}
+	// The response's copy of the result is encoded while the commit waits
+	// on its fsyncs.
+	compact := make(chan []byte, 1)
+	go func() {
+		defer func() {
+			if recover() != nil {
+				compact <- nil // the answer encodes it again, and meets the panic there
+			}
+		}()
+		w := jsonOut{b: make([]byte, 0, resultSizeHint(&result, false))}
+		w.result(&result)
+		compact <- w.b
+	}()
 	if e := s.commit(ctx, out.Rel, runID, snap.digest, files); e != nil {
 		return committedRun{}, e
 	}
 	dir := path.Join(out.Rel, runID)
-	run := committedRun{id: runID, result: result, resultSHA256: resultSum, artifacts: Artifacts{
+	run := committedRun{id: runID, result: result, resultJSON: <-compact, resultSHA256: resultSum, artifacts: Artifacts{
 		Result:    path.Join(dir, ResultFile),
 		Receipt:   path.Join(dir, ReceiptFile),
 		Checksums: path.Join(dir, ChecksumsFile),
@@ -67,12 +83,14 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 // result.json, receipt.json, checksums.json, and attestation.json when a
 // signing key is given; and the SHA256 of result.json, taken once.
 func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) ([]ports.File, string, *Error) {
+	// result.json first: it does not need the engine, whose hash may still
+	// be running on another core.
+	resultBytes := encodeResult(&result, resultSizeHint(&result, true))
+	resultSum := domain.SHA256Hex(resultBytes)
 	engine, err := s.p.Engine.Identity()
 	if err != nil {
 		return nil, "", classify(identifyingEngine, "", err)
 	}
-	resultBytes := encodeResult(&result, resultSizeHint(&result, true))
-	resultSum := domain.SHA256Hex(resultBytes)
 	receipt := newReceipt(runID, snap, engine, resultSum, s.p.Clock.Now())
 	if s.signingKey != nil {
 		receipt.Signer = signerOf(s.signingKey)

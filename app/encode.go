@@ -20,6 +20,9 @@ type jsonOut struct {
 	depth  int
 	// empty reports that the innermost container has no element yet.
 	empty bool
+	// encodedResult, when not nil, is the compact JSON of the envelope's
+	// result, written as it is.
+	encodedResult []byte
 }
 
 func (w *jsonOut) newline() {
@@ -359,6 +362,10 @@ func (w *jsonOut) envelope(env *envelope) bool {
 	case nil:
 		w.null()
 	case domain.Result:
+		if w.encodedResult != nil && !w.indent {
+			w.b = append(w.b, w.encodedResult...)
+			break
+		}
 		w.result(&r)
 	case InspectResult:
 		w.inspectResult(&r)

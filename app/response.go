@@ -76,10 +76,12 @@ func notClaimed() disclaimer {
 // outcome is what a call decided, before it is encoded: what the response
 // says, and what the ledger records beside it.
 type outcome struct {
-	call      call
-	result    any
-	artifacts Artifacts
-	err       *Error
+	call   call
+	result any
+	// resultJSON, when not nil, is the result already encoded, compact.
+	resultJSON []byte
+	artifacts  Artifacts
+	err        *Error
 	// committed is the run this call committed, and resultSHA256 the
 	// SHA256 of its result.json; empty unless analyze committed.
 	committed    string
@@ -105,7 +107,7 @@ func (o outcome) answer() Answer {
 		env.Status = o.err.Code.Status()
 		env.Error = &wireError{Code: o.err.Code, Message: o.err.Message, Retryable: o.err.Code.Retryable()}
 	}
-	w := jsonOut{b: make([]byte, 0, answerSizeHint(env.Result))}
+	w := jsonOut{b: make([]byte, 0, answerSizeHint(env.Result)), encodedResult: o.resultJSON}
 	data := w.b
 	if w.envelope(&env) {
 		data = w.b
@@ -146,7 +148,7 @@ func marshal(v any, indent string) ([]byte, error) {
 // rows.
 func answerSizeHint(result any) int {
 	if r, ok := result.(domain.Result); ok {
-		return 1024 + resultSizeHint(&r, false)
+		return 2048 + resultSizeHint(&r, false)
 	}
 	return 2048
 }

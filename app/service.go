@@ -217,7 +217,7 @@ func (s *Service) run(ctx context.Context, c call) outcome {
 	case ToolAnalyze:
 		var run committedRun
 		run, o.err = s.analyze(ctx, c.id, c.digest)
-		o.result, o.artifacts, o.committed, o.resultSHA256 = run.result, run.artifacts, run.id, run.resultSHA256
+		o.result, o.resultJSON, o.artifacts, o.committed, o.resultSHA256 = run.result, run.resultJSON, run.artifacts, run.id, run.resultSHA256
 	case ToolVerify:
 		o.result, o.err = s.verify(ctx, c.runID)
 	}
