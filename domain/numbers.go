@@ -1,9 +1,8 @@
 package domain
 
 import (
+	"math/bits"
 	"strconv"
-
-	"github.com/cockroachdb/apd/v3"
 )
 
 // Limits of the plain decimal notation that sources may use.
@@ -14,18 +13,13 @@ const (
 	RatePlaces = 12
 )
 
-// Precision is the number of significant decimal digits every computation
-// keeps. The largest exact value a valid source can produce needs about 41.
+// Precision is the number of significant decimal digits the contract gives
+// every computation. The engine's arithmetic is exact decimal fixed point
+// in integers (fixed.go), so no step rounds at all: the largest value a
+// valid source can produce needs about 41 digits, well within it, and the
+// one rounding, the rate's, is exact half-even on an integer quotient.
+// Tests hold the integers to apd decimals at this precision.
 const Precision = 80
-
-// exact returns the decimal context for arithmetic that must not round: any
-// inexact or out-of-range result is an error rather than an approximation.
-func exact() *apd.Context {
-	c := apd.BaseContext.WithPrecision(Precision)
-	c.Rounding = apd.RoundHalfEven
-	c.Traps |= apd.Inexact | apd.Rounded
-	return c
-}
 
 // plain parses the plain decimal notation of sources: an optional '-' when
 // signed, 1 to 12 integer digits, and when fraction is allowed an optional '.'
@@ -82,58 +76,34 @@ func parseAmount(s string) (Amount, bool) {
 	return Amount{Coef: coef, Scale: scale}, ok
 }
 
-// FormatMoney writes d as an exact plain decimal: no exponent, trailing
-// fractional zeros and a trailing point removed, and "0" for every zero
-// including negative zero ("180", "-90", "12.5").
-func FormatMoney(d *apd.Decimal) string {
-	if d.IsZero() {
-		return "0"
-	}
-	var r apd.Decimal
-	r.Reduce(d)
-	return r.Text('f')
-}
-
 // FormatRate returns successes/eligible rounded half-even to 12 places and
 // written with exactly 12 fractional digits ("0.827272727273"), or nil when
-// eligible is 0. The rounding is exact: it is decided on the integer quotient
-// and remainder, so no intermediate rounding can move a halfway case.
-// Callers guarantee 0 <= successes <= eligible.
+// eligible is 0. The rounding is exact: successes × 10^12 is divided by
+// eligible in 128-bit integers and rounded on the exact remainder, so no
+// intermediate rounding can move a halfway case. Callers guarantee
+// 0 <= successes <= eligible.
 func FormatRate(successes, eligible int64) (*string, error) {
 	if eligible == 0 {
 		return nil, nil
 	}
-	c := exact()
-	var num, den, quo, rem, twice apd.Decimal
-	num.SetFinite(successes, RatePlaces) // successes × 10^12, exact
-	den.SetInt64(eligible)
-	if _, err := c.QuoInteger(&quo, &num, &den); err != nil {
+	if successes < 0 || successes > eligible {
 		return nil, &NumericError{What: "conversion rate"}
-	}
-	if _, err := c.Rem(&rem, &num, &den); err != nil {
-		return nil, &NumericError{What: "conversion rate"}
-	}
-	if _, err := c.Add(&twice, &rem, &rem); err != nil {
-		return nil, &NumericError{What: "conversion rate"}
-	}
-	q, err := quo.Int64()
-	if err != nil {
-		return nil, &NumericError{What: "conversion rate"}
-	}
-	switch twice.Cmp(&den) {
-	case 1:
-		q++
-	case 0:
-		if q%2 == 1 {
-			q++
-		}
 	}
 	const unit = 1_000_000_000_000 // 10^RatePlaces
-	frac := strconv.FormatInt(q%unit, 10)
+	hi, lo := bits.Mul64(uint64(successes), unit)
+	// The quotient is at most 10^12, so it fits: hi < eligible.
+	q, rem := bits.Div64(hi, lo, uint64(eligible))
+	switch twice := 2 * rem; { // rem < eligible < 2^63
+	case twice > uint64(eligible):
+		q++
+	case twice == uint64(eligible) && q%2 == 1:
+		q++
+	}
+	frac := strconv.FormatUint(q%unit, 10)
 	for len(frac) < RatePlaces {
 		frac = "0" + frac
 	}
-	s := strconv.FormatInt(q/unit, 10) + "." + frac
+	s := strconv.FormatUint(q/unit, 10) + "." + frac
 	return &s, nil
 }
 

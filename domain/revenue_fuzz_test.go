@@ -12,7 +12,7 @@ import (
 
 // apdRevenue is the reference the integer arithmetic is held to: each row's
 // quantity × unit_price × (1 − discount) and their sum in apd decimals at
-// precision 80 with every inexact step an error, written by FormatMoney.
+// precision 80 with every inexact step an error, written by apdMoney.
 func apdRevenue(t *testing.T, txs []domain.Transaction) (contributions []string, subtotal string) {
 	t.Helper()
 	ctx := apd.BaseContext.WithPrecision(domain.Precision)
@@ -35,9 +35,9 @@ func apdRevenue(t *testing.T, txs []domain.Transaction) (contributions []string,
 		if e1 != nil || e2 != nil || e3 != nil || e4 != nil {
 			t.Fatalf("apd could not compute row %+v exactly: %v %v %v %v", tr, e1, e2, e3, e4)
 		}
-		contributions = append(contributions, domain.FormatMoney(&net))
+		contributions = append(contributions, apdMoney(&net))
 	}
-	return contributions, domain.FormatMoney(&sum)
+	return contributions, apdMoney(&sum)
 }
 
 // rowsOf reads fuzz bytes as transactions within SPEC §4's bounds: a
