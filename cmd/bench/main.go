@@ -151,13 +151,15 @@ func newBench(keep bool) (*bench, error) {
 	}
 	b := &bench{dir: dir, root: root, keep: keep, description: m, contract: contract,
 		runner: filepath.Join(dir, "tool-runner"), floor: filepath.Join(dir, "floor")}
-	// Built exactly as README tells the operator to build it.
+	// Built exactly as README tells the operator to build it (a static
+	// binary), and the floor alike.
 	for _, build := range [][]string{
 		{"build", "-o", b.runner, "./cmd/tool-runner"},
 		{"build", "-o", b.floor, "./cmd/bench/floor"},
 	} {
 		cmd := exec.Command("go", build...)
 		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("go %v: %v\n%s", build, err, out)
