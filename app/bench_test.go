@@ -5,7 +5,17 @@ import (
 	"testing"
 
 	"github.com/metricproof/metricproof/domain"
+	"github.com/metricproof/metricproof/domain/domaintest"
 )
+
+// Whole-call benchmarks in memory, at each size of
+// domaintest.BenchmarkRows (the maximum inputs last), each next to a
+// baseline that only reads the four sources through the port and hashes
+// them; quote the tools as ratios of it. MB/s is over the source bytes.
+// The stages (parse, compute, hash) are benchmarked in ../domain, the
+// encoder in encode_internal_test.go; the whole process is cmd/bench.
+//
+//	go test ./app -run '^$' -bench . -benchmem
 
 func sourceBytes(files map[string][]byte) int64 {
 	n := 0
@@ -15,65 +25,72 @@ func sourceBytes(files map[string][]byte) int64 {
 	return int64(n)
 }
 
+// bySize runs bench at every benchmark size.
+func bySize(b *testing.B, bench func(b *testing.B, files map[string][]byte)) {
+	for _, rows := range domaintest.BenchmarkRows() {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			files := sourcesAt(b, rows)
+			b.SetBytes(sourceBytes(files))
+			b.ReportAllocs()
+			bench(b, files)
+		})
+	}
+}
+
 // BenchmarkBaselineReadAndHash is the floor of every tool call: read the
-// four sources through the port and hash them. Quote the others as ratios
-// of it.
+// four sources through the port and hash them.
 func BenchmarkBaselineReadAndHash(b *testing.B) {
-	files := maxSources(b)
-	m := newMem(b, files)
-	b.SetBytes(sourceBytes(files))
-	b.ReportAllocs()
-	for b.Loop() {
-		read := map[string][]byte{}
-		for _, name := range domain.SourceNames() {
-			data, err := m.ws.ReadSource(name, domain.MaxSourceBytes)
-			if err != nil {
-				b.Fatal(err)
+	bySize(b, func(b *testing.B, files map[string][]byte) {
+		m := newMem(b, files)
+		for b.Loop() {
+			read := map[string][]byte{}
+			for _, name := range domain.SourceNames() {
+				data, err := m.ws.ReadSource(name, domain.MaxSourceBytes)
+				if err != nil {
+					b.Fatal(err)
+				}
+				read[name] = data
 			}
-			read[name] = data
+			_ = domain.HashSources(read).Digest()
 		}
-		_ = domain.HashSources(read).Digest()
-	}
+	})
 }
 
-func BenchmarkInspectMax(b *testing.B) {
-	files := maxSources(b)
-	m := newMem(b, files)
-	b.SetBytes(sourceBytes(files))
-	b.ReportAllocs()
-	for b.Loop() {
-		if r := m.run(inspect("i1"), "--workspace", wsRoot); r.Exit != 0 {
-			b.Fatal(r.Raw)
+func BenchmarkInspect(b *testing.B) {
+	bySize(b, func(b *testing.B, files map[string][]byte) {
+		m := newMem(b, files)
+		for b.Loop() {
+			if r := m.run(inspect("i1"), "--workspace", wsRoot); r.Exit != 0 {
+				b.Fatal(r.Raw)
+			}
 		}
-	}
+	})
 }
 
-func BenchmarkAnalyzeMax(b *testing.B) {
-	files := maxSources(b)
-	m := newMem(b, files)
-	digest := m.digest()
-	b.SetBytes(sourceBytes(files))
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		i++
-		if r := m.run(analyzeReq(fmt.Sprintf("r%d", i), digest), "--workspace", wsRoot, "--output-dir", "runs"); r.Exit != 0 {
-			b.Fatal(r.Raw)
+func BenchmarkAnalyze(b *testing.B) {
+	bySize(b, func(b *testing.B, files map[string][]byte) {
+		m := newMem(b, files)
+		digest := m.digest()
+		i := 0
+		for b.Loop() {
+			i++
+			if r := m.run(analyzeReq(fmt.Sprintf("r%d", i), digest), "--workspace", wsRoot, "--output-dir", "runs"); r.Exit != 0 {
+				b.Fatal(r.Raw)
+			}
 		}
-	}
+	})
 }
 
-func BenchmarkVerifyMax(b *testing.B) {
-	files := maxSources(b)
-	m := newMem(b, files)
-	if r := m.run(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", "runs"); r.Exit != 0 {
-		b.Fatal(r.Raw)
-	}
-	b.SetBytes(sourceBytes(files))
-	b.ReportAllocs()
-	for b.Loop() {
-		if r := m.run(verifyReq("v1", "r1"), "--workspace", wsRoot, "--output-dir", "runs"); r.Exit != 0 {
+func BenchmarkVerify(b *testing.B) {
+	bySize(b, func(b *testing.B, files map[string][]byte) {
+		m := newMem(b, files)
+		if r := m.run(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", "runs"); r.Exit != 0 {
 			b.Fatal(r.Raw)
 		}
-	}
+		for b.Loop() {
+			if r := m.run(verifyReq("v1", "r1"), "--workspace", wsRoot, "--output-dir", "runs"); r.Exit != 0 {
+				b.Fatal(r.Raw)
+			}
+		}
+	})
 }

@@ -2,10 +2,14 @@ package app
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/metricproof/metricproof/domain"
+	"github.com/metricproof/metricproof/domain/domaintest"
 )
 
 // hostile holds strings with every escape encoding/json writes, and what
@@ -141,4 +145,48 @@ func FuzzEncoderMatchesEncodingJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string, n uint8) {
 		checkSame(t, s, int(n%6), n%7 == 0)
 	})
+}
+
+// BenchmarkEncode is the encode stage: result.json of the computed result
+// in the saved layout, and the analyze response around it, at each
+// benchmark size; MB/s over the bytes written.
+func BenchmarkEncode(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "max-sources.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := domaintest.ParseMax(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, rows := range domaintest.BenchmarkRows() {
+		files, err := m.SourcesAt(rows)
+		if err != nil {
+			b.Fatal(err)
+		}
+		files[domain.DefinitionsFile] = []byte(domain.Contract)
+		in, err := domain.ParseSources(files)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := domain.Compute(in, strings.Repeat("0", 64))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("result.json/rows=%d", rows), func(b *testing.B) {
+			b.SetBytes(int64(len(encodeResult(&r, 0))))
+			b.ReportAllocs()
+			for b.Loop() {
+				encodeResult(&r, resultSizeHint(&r, true))
+			}
+		})
+		b.Run(fmt.Sprintf("response/rows=%d", rows), func(b *testing.B) {
+			o := outcome{call: call{id: "r1", idHeard: true, tool: ToolAnalyze, toolHeard: true}, result: r}
+			b.SetBytes(int64(len(o.answer().JSON)))
+			b.ReportAllocs()
+			for b.Loop() {
+				o.answer()
+			}
+		})
+	}
 }

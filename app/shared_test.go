@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/domain/domaintest"
 )
 
@@ -73,6 +74,13 @@ func TestTheRequestOracleAgreesWithTheSharedCases(t *testing.T) {
 // the shipped contract.
 func maxSources(t testing.TB) map[string][]byte {
 	t.Helper()
+	return sourcesAt(t, domain.MaxDataRows)
+}
+
+// sourcesAt are the first rows rows of the maximum inputs, with the
+// shipped contract.
+func sourcesAt(t testing.TB, rows int) map[string][]byte {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "testdata", "max-sources.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +89,7 @@ func maxSources(t testing.TB) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := m.Sources()
+	files, err := m.SourcesAt(rows)
 	if err != nil {
 		t.Fatal(err)
 	}

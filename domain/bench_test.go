@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/csv"
+	"fmt"
 	"testing"
 
 	"github.com/metricproof/metricproof/domain"
+	"github.com/metricproof/metricproof/domain/domaintest"
 )
 
 // Benchmarks at the limits of SPEC §8: the maximum inputs described in
@@ -42,79 +44,98 @@ func TestMaxSourcesAreValid(t *testing.T) {
 	}
 }
 
-func BenchmarkParseTransactions(b *testing.B) {
-	data := maxSources(b)[domain.TransactionsFile]
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := domain.ParseTransactions(data); err != nil {
-			b.Fatal(err)
-		}
+// bySize runs bench at every benchmark size, MB/s over the bytes that
+// size's sources hold.
+func bySize(b *testing.B, bench func(b *testing.B, files map[string][]byte)) {
+	for _, rows := range domaintest.BenchmarkRows() {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			files := sourcesAt(b, rows)
+			b.SetBytes(totalBytes(files))
+			b.ReportAllocs()
+			bench(b, files)
+		})
 	}
+}
+
+func BenchmarkParseTransactions(b *testing.B) {
+	bySize(b, func(b *testing.B, files map[string][]byte) {
+		data := files[domain.TransactionsFile]
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if _, err := domain.ParseTransactions(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkBaselineEncodingCSV reads the same transactions bytes with
 // encoding/csv, which checks only the CSV structure.
 func BenchmarkBaselineEncodingCSV(b *testing.B) {
-	data := maxSources(b)[domain.TransactionsFile]
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		r := csv.NewReader(bytes.NewReader(data))
-		r.FieldsPerRecord = 5
-		if _, err := r.ReadAll(); err != nil {
-			b.Fatal(err)
+	bySize(b, func(b *testing.B, files map[string][]byte) {
+		data := files[domain.TransactionsFile]
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			r := csv.NewReader(bytes.NewReader(data))
+			r.FieldsPerRecord = 5
+			if _, err := r.ReadAll(); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
 }
 
-func BenchmarkParseSources(b *testing.B) {
-	files := maxSources(b)
-	b.SetBytes(totalBytes(files))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := domain.ParseSources(files); err != nil {
-			b.Fatal(err)
+// BenchmarkParse is the parse stage: the four sources validated.
+func BenchmarkParse(b *testing.B) {
+	bySize(b, func(b *testing.B, files map[string][]byte) {
+		for b.Loop() {
+			if _, err := domain.ParseSources(files); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
 }
 
+// BenchmarkCompute is the compute stage: the synthetic-v1 calculation over
+// parsed records.
 func BenchmarkCompute(b *testing.B) {
-	in, err := domain.ParseSources(maxSources(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := domain.Compute(in, "digest"); err != nil {
+	bySize(b, func(b *testing.B, files map[string][]byte) {
+		in, err := domain.ParseSources(files)
+		if err != nil {
 			b.Fatal(err)
 		}
-	}
+		for b.Loop() {
+			if _, err := domain.Compute(in, "digest"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
-func BenchmarkHashSources(b *testing.B) {
-	files := maxSources(b)
-	b.SetBytes(totalBytes(files))
-	b.ReportAllocs()
-	for b.Loop() {
-		if d := domain.HashSources(files).Digest(); len(d) != 64 {
-			b.Fatal(d)
+// BenchmarkHash is the hash stage: the four sources' SHA256 and their
+// combined digest.
+func BenchmarkHash(b *testing.B) {
+	bySize(b, func(b *testing.B, files map[string][]byte) {
+		for b.Loop() {
+			if d := domain.HashSources(files).Digest(); len(d) != 64 {
+				b.Fatal(d)
+			}
 		}
-	}
+	})
 }
 
 // BenchmarkBaselineSHA256 hashes the same four sources with crypto/sha256
-// alone: the floor HashSources cannot go below.
+// alone: the floor the hash stage cannot go below, and the baseline of the
+// others.
 func BenchmarkBaselineSHA256(b *testing.B) {
-	files := maxSources(b)
-	b.SetBytes(totalBytes(files))
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, data := range files {
-			sum := sha256.Sum256(data)
-			if sum[0] == 0 && sum[1] == 0 && sum[2] == 0 && sum[3] == 0 {
-				b.Log("improbable")
+	bySize(b, func(b *testing.B, files map[string][]byte) {
+		for b.Loop() {
+			for _, data := range files {
+				sum := sha256.Sum256(data)
+				if sum[0] == 0 && sum[1] == 0 && sum[2] == 0 && sum[3] == 0 {
+					b.Log("improbable")
+				}
 			}
 		}
-	}
+	})
 }

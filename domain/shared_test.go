@@ -46,11 +46,18 @@ func sourceVariants(t testing.TB) []domaintest.SourceVariant {
 // shipped contract.
 func maxSources(t testing.TB) map[string][]byte {
 	t.Helper()
+	return sourcesAt(t, domain.MaxDataRows)
+}
+
+// sourcesAt are the first rows rows of the maximum inputs, with the
+// shipped contract.
+func sourcesAt(t testing.TB, rows int) map[string][]byte {
+	t.Helper()
 	m, err := domaintest.ParseMax(readShared(t, "max-sources.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := m.Sources()
+	files, err := m.SourcesAt(rows)
 	if err != nil {
 		t.Fatal(err)
 	}

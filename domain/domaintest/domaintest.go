@@ -174,3 +174,16 @@ func (m Max) Sources() (map[string][]byte, error) {
 	}
 	return files, nil
 }
+
+// BenchmarkRows are the sizes the benchmarks measure, the maximum last, so
+// that the marginal cost per row can be compared between them.
+func BenchmarkRows() []int { return []int{1000, 3000, 10000} }
+
+// SourcesAt are the first rows rows of the maximum inputs; at m.Rows they
+// are checked as Sources checks them.
+func (m Max) SourcesAt(rows int) (map[string][]byte, error) {
+	if rows == m.Rows {
+		return m.Sources()
+	}
+	return m.Generate(rows), nil
+}
