@@ -41,7 +41,7 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 	if err != nil {
 		return committedRun{}, classify(readingSource, "", err)
 	}
-	if snap.digest != expectedDigest {
+	if snap.digest() != expectedDigest {
 		return committedRun{}, classify(comparingDigest, "", found("the sources' digest is not the expected one; run inspect_inputs again and pass the digest it returns"))
 	}
 	files, resultSum, e := s.encodeRun(runID, snap, result)
@@ -64,7 +64,7 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 		w.result(&result)
 		compact <- w.b
 	}()
-	if e := s.commit(ctx, out.Rel, runID, snap.digest, files); e != nil {
+	if e := s.commit(ctx, out.Rel, runID, snap.digest(), files); e != nil {
 		return committedRun{}, e
 	}
 	dir := path.Join(out.Rel, runID)
@@ -157,7 +157,7 @@ func (s *Service) commit(ctx context.Context, dir, runID, digest string, files [
 	if err != nil {
 		return classify(rereadingSource, fileOf(err), err)
 	}
-	if again.digest != digest {
+	if again.digest() != digest {
 		return classify(rereadingSource, "", found("the sources changed while the run was being written; nothing was committed: inspect again"))
 	}
 	if e := s.checkCancel(ctx, "before the commit"); e != nil {

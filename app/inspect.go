@@ -7,11 +7,29 @@ import (
 )
 
 // snapshot is one reading of the four sources: the exact bytes, which feed
-// both the hashes and the parser, so each file is read once.
+// both the hashes and the parser, so each file is read once. The hashes
+// are taken on a goroutine of their own, beside the parsing; hashes and
+// digest wait for them.
 type snapshot struct {
-	files  map[string][]byte
+	files map[string][]byte
+	sums  *sums
+}
+
+// sums are a snapshot's hashes, once done is closed.
+type sums struct {
+	done   chan struct{}
 	hashes domain.SourceHashes
 	digest string
+}
+
+func (s snapshot) hashes() domain.SourceHashes {
+	<-s.sums.done
+	return s.sums.hashes
+}
+
+func (s snapshot) digest() string {
+	<-s.sums.done
+	return s.sums.digest
 }
 
 // readSources reads the four sources in their fixed order, each within the
@@ -26,8 +44,13 @@ func (s *Service) readSources() (snapshot, error) {
 		}
 		files[name] = data
 	}
-	hashes := domain.HashSources(files)
-	return snapshot{files: files, hashes: hashes, digest: hashes.Digest()}, nil
+	snap := snapshot{files: files, sums: &sums{done: make(chan struct{})}}
+	go func() {
+		defer close(snap.sums.done) // SHA256 of bytes cannot fail
+		snap.sums.hashes = domain.HashSources(files)
+		snap.sums.digest = snap.sums.hashes.Digest()
+	}()
+	return snap, nil
 }
 
 // compute validates a snapshot and runs the calculation. Its only errors
@@ -37,7 +60,7 @@ func compute(snap snapshot) (domain.Inputs, domain.Result, error) {
 	if err != nil {
 		return domain.Inputs{}, domain.Result{}, err
 	}
-	r, err := domain.Compute(in, snap.digest)
+	r, err := domain.Compute(in, snap.digest())
 	if err != nil {
 		return domain.Inputs{}, domain.Result{}, err
 	}
@@ -80,8 +103,8 @@ func (s *Service) inspect(ctx context.Context) (InspectResult, *Error) {
 		return InspectResult{}, classify(readingSource, "", err)
 	}
 	return InspectResult{
-		SourceDigest: snap.digest,
-		Sources:      snap.hashes,
+		SourceDigest: snap.digest(),
+		Sources:      snap.hashes(),
 		DefinitionID: r.DefinitionID,
 		RowCounts: RowCounts{
 			Customers:    len(in.Customers),

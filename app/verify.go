@@ -239,7 +239,7 @@ func (a *audit) sourcesUnchanged() error {
 		return a.readErr
 	}
 	for _, name := range domain.SourceNames() {
-		if a.snap.hashes[name] != a.parsedReceipt.Sources[name] {
+		if a.snap.hashes()[name] != a.parsedReceipt.Sources[name] {
 			return found("%s changed since run %s", name, a.runID)
 		}
 	}
