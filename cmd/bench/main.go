@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -329,6 +330,18 @@ func report(w io.Writer, results map[int]map[string]measure, runs int) {
 			g = fmt.Sprintf("≤ %.1f×, ≤ %d MiB: %s", x, rssGoalMiB, verdict)
 		}
 		fmt.Fprintf(w, "| %s | %.2f ms | %.2f× | %s | %.1f MiB |\n", tool, ms(m.median()), ratio, g, float64(m.rssKiB)/1024)
+	}
+	fmt.Fprintf(w, "\nmedians by size (ms):\n\n| tool |")
+	for _, rows := range sizes() {
+		fmt.Fprintf(w, " %d rows |", rows)
+	}
+	fmt.Fprintf(w, "\n| --- |%s\n", strings.Repeat(" --- |", len(sizes())))
+	for _, tool := range tools() {
+		fmt.Fprintf(w, "| %s |", tool)
+		for _, rows := range sizes() {
+			fmt.Fprintf(w, " %.2f |", ms(results[rows][tool].median()))
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "\nmarginal cost per row (µs), from the medians at %v rows:\n\n", sizes())
 	fmt.Fprintf(w, "| tool | 1,000→3,000 | 3,000→10,000 | ratio |\n| --- | --- | --- | --- |\n")
