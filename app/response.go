@@ -108,7 +108,7 @@ func (o outcome) answer() Answer {
 		env.Error = &wireError{Code: o.err.Code, Message: o.err.Message, Retryable: o.err.Code.Retryable()}
 	}
 	w := jsonOut{b: make([]byte, 0, answerSizeHint(env.Result)), encodedResult: o.resultJSON}
-	data := w.b
+	var data []byte
 	if w.envelope(&env) {
 		data = w.b
 	} else {

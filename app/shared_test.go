@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
-	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/domain/domaintest"
 )
 
@@ -68,13 +67,6 @@ func TestTheRequestOracleAgreesWithTheSharedCases(t *testing.T) {
 			is.Equal(want.tool, tt.Tool)
 		})
 	}
-}
-
-// maxSources are the maximum inputs of ../testdata/max-sources.json with
-// the shipped contract.
-func maxSources(t testing.TB) map[string][]byte {
-	t.Helper()
-	return sourcesAt(t, domain.MaxDataRows)
 }
 
 // sourcesAt are the first rows rows of the maximum inputs, with the

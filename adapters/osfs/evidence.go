@@ -229,20 +229,6 @@ func (ew *writer) syncAll(files []*os.File) error {
 	return errors.Join(errs...)
 }
 
-// syncDir fsyncs the directory name inside the output directory ("." for
-// the output directory itself).
-func (ew *writer) syncDir(name string) error {
-	d, err := ew.out.Open(name)
-	if err != nil {
-		return err
-	}
-	if err := ew.ws.sync(d); err != nil {
-		d.Close()
-		return err
-	}
-	return d.Close()
-}
-
 func (ew *writer) Commit(runID string) (err error) {
 	defer func() { err = withCause(err) }()
 	if ew.pending == "" {
