@@ -42,7 +42,7 @@ func LineTransport(in io.Reader, out io.Writer, stop <-chan struct{}) sdk.Transp
 
 // Connect implements sdk.Transport.
 func (t *lineTransport) Connect(context.Context) (sdk.Connection, error) {
-	c := &lineConn{out: t.out, stop: t.stop, lines: make(chan line), closed: make(chan struct{})}
+	c := &lineConn{out: t.out, stop: t.stop, lines: make(chan line), closed: make(chan struct{}), inFlight: map[jsonrpc.ID]struct{}{}}
 	c.idle = sync.NewCond(&c.mu)
 	go c.readLines(t.in)
 	return c, nil
@@ -62,10 +62,13 @@ type lineConn struct {
 	stop  <-chan struct{}
 	lines chan line
 
-	mu      sync.Mutex
-	idle    *sync.Cond // signalled when pending drops
-	pending int        // calls handed to the SDK and not yet answered
-	done    bool       // the connection is closed
+	mu   sync.Mutex
+	idle *sync.Cond // signalled when a call is answered
+	// inFlight holds the IDs of the calls handed to the SDK and not yet
+	// answered. A call whose ID is in it is refused here: the SDK would
+	// answer it with nothing, and the session could never end.
+	inFlight map[jsonrpc.ID]struct{}
+	done     bool // the connection is closed
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -86,7 +89,7 @@ func (c *lineConn) readLines(in io.Reader) {
 			var chunk []byte
 			chunk, err = r.ReadSlice('\n')
 			if !tooLong {
-				if len(data)+len(chunk) > MaxLineBytes+2 { // its CRLF aside
+				if len(data)+len(chunk) > MaxLineBytes+2 { // never more than the bound and a CRLF
 					tooLong, data = true, nil
 				} else {
 					data = append(data, chunk...)
@@ -95,6 +98,10 @@ func (c *lineConn) readLines(in io.Reader) {
 			if err != bufio.ErrBufferFull {
 				break
 			}
+		}
+		// The bound is on the line itself, its LF or CRLF aside.
+		if content := bytes.TrimSuffix(bytes.TrimSuffix(data, []byte("\n")), []byte("\r")); len(content) > MaxLineBytes {
+			tooLong, data = true, nil
 		}
 		if len(data) > 0 || tooLong {
 			select {
@@ -123,11 +130,19 @@ func (c *lineConn) readLines(in io.Reader) {
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		select {
+		case <-c.stop: // a stop takes no more calls, even one already read
+			return nil, c.drain()
+		default:
+		}
+		select {
 		case l := <-c.lines:
 			if l.err != nil {
 				return nil, c.drain()
 			}
 			msg, refusal := decodeLine(l)
+			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && !c.take(req.ID) {
+				refusal = rpcError(idOf(l.data), jsonrpc.CodeInvalidRequest, "Invalid Request: a call with this id is still in flight")
+			}
 			if refusal != nil {
 				if err := c.writeLine(refusal); err != nil {
 					return nil, err
@@ -136,11 +151,6 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 			if msg == nil {
 				continue // a blank line
-			}
-			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-				c.mu.Lock()
-				c.pending++
-				c.mu.Unlock()
 			}
 			return msg, nil
 		case <-c.stop:
@@ -153,12 +163,24 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
+// take records the call id as in flight, and reports false when a call
+// with that id already is.
+func (c *lineConn) take(id jsonrpc.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, busy := c.inFlight[id]; busy {
+		return false
+	}
+	c.inFlight[id] = struct{}{}
+	return true
+}
+
 // drain waits until no call is waiting for its answer, or the connection
 // closes, and returns io.EOF.
 func (c *lineConn) drain() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for c.pending > 0 && !c.done {
+	for len(c.inFlight) > 0 && !c.done {
 		c.idle.Wait()
 	}
 	return io.EOF
@@ -171,11 +193,9 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	err = c.writeLine(data)
-	if _, ok := msg.(*jsonrpc.Response); ok {
+	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.mu.Lock()
-		if c.pending > 0 {
-			c.pending--
-		}
+		delete(c.inFlight, resp.ID)
 		c.idle.Broadcast()
 		c.mu.Unlock()
 	}

@@ -725,3 +725,56 @@ func TestMCPSignsAndVerifiesWithTheOperatorsKeys(t *testing.T) {
 	is.True(strings.HasPrefix(stderr.String(), "INVALID_OPTIONS: "))
 	is.True(!strings.Contains(stderr.String(), keys))
 }
+
+// A call whose id is already in flight is refused -32600 with that id, and
+// the server still ends at end of input: the SDK answers such a call with
+// no response, so it must never reach the SDK, or the server would wait on
+// it forever.
+func TestMCPRefusesAnIDAlreadyInFlightAndStillEnds(t *testing.T) {
+	is := is.New(t)
+	ws := maxFixture(t)
+	digest := digestOf(t, ws)
+	s := startRawServer(t, ws, "--output-dir", "runs")
+	s.exchange(initialize("2025-06-18"))
+	s.send(initialized)
+	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze","arguments":{"expected_source_digest":"%s","run_id":"dup"}}}`, digest)
+	s.send(call, call)
+	answers, exit := s.finish()
+	is.Equal(exit, 0) // it ends
+	var refused, answered int
+	for _, m := range answers {
+		is.Equal(m["id"], float64(1))
+		if errorCode(m) == float64(-32600) {
+			refused++
+		} else {
+			answered++
+		}
+	}
+	is.Equal(refused, 1)  // the second, while the first was in flight
+	is.Equal(answered, 1) // the first
+	checkCompleteRun(t, ws, "runs", "dup")
+}
+
+// The 16 MiB bound holds to the byte: a line of exactly 16 MiB (with LF or
+// CRLF) is read, one byte more is refused.
+func TestMCPLineLimitIsExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 48 MiB through a pipe")
+	}
+	is := is.New(t)
+	s := startRawServer(t, fixture(t))
+	s.exchange(initialize("2025-06-18"))
+	pad := func(id, total int) string {
+		head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"pad":"`, id)
+		tail := `"}}`
+		return head + strings.Repeat("x", total-len(head)-len(tail)) + tail
+	}
+	s.send(pad(1, 16<<20))
+	is.Equal(s.next()["id"], float64(1)) // exactly 16 MiB: answered
+	s.send(pad(2, 16<<20) + "\r")
+	is.Equal(s.next()["id"], float64(2)) // and with CRLF
+	s.send(pad(3, 16<<20+1))
+	is.Equal(errorCode(s.next()), float64(-32600)) // one byte more
+	_, exit := s.finish()
+	is.Equal(exit, 0)
+}
