@@ -135,7 +135,7 @@ func findingCodes() map[step]Code {
 		readingTrustedKey: InvalidOptions,
 		resolvingLedger:   PathBoundary,
 		checkingLedger:    LedgerTampered,
-		appendingLedger:   LedgerTampered,
+		appendingLedger:   IOOrNumericError, // SPEC §11: a failed append
 		resolvingOutput:   PathBoundary,
 		checkingCancel:    Cancelled,
 		comparingDigest:   StaleContext,

@@ -39,12 +39,22 @@ type Record struct {
 }
 
 // CheckLedger is the pre-check every call makes before any work: the
-// ledger is empty, or ends with a complete, well-formed record. Only the
-// last line is read, so a call's cost does not grow with the ledger; the
-// whole chain is [Service.CheckChain]'s job. Without --ledger it passes.
+// ledger's path still resolves where it did when the service opened
+// (SPEC §9: each call checks again, so a directory swapped for a symlink
+// while a server runs is refused), and the ledger is empty or ends with
+// a complete, well-formed record. Only the last line is read, so a call's
+// cost does not grow with the ledger; the whole chain is
+// [Service.CheckChain]'s job. Without --ledger it passes.
 func (s *Service) CheckLedger() *Error {
 	if s.ledger == "" {
 		return nil
+	}
+	rel, e := s.ledgerLocation()
+	if e != nil {
+		return e
+	}
+	if rel != s.ledger {
+		return classify(resolvingLedger, "", found("the ledger now resolves elsewhere than when the server started; nothing was run: restore its directory, or restart with --ledger naming the place you mean"))
 	}
 	last, err := s.p.Ledger.LastLine(s.ledger)
 	if err != nil {
@@ -93,7 +103,7 @@ func (s *Service) record(in Input, o outcome, a Answer) Answer {
 		if last != nil {
 			prev, err := parseRecord(last)
 			if err != nil {
-				return nil, found("the ledger's last record was damaged while this call ran (%v), so the call was not recorded", err)
+				return nil, found("the ledger's last record was damaged while this call ran (%v), so the call was not recorded: inspect the ledger with tool-runner ledger", err)
 			}
 			rec.Seq, rec.Prev = prev.Seq+1, domain.SHA256Hex(last)
 		}

@@ -128,15 +128,17 @@ func TestAFailedAppendIsTheAnswerAndACommittedRunStays(t *testing.T) {
 }
 
 // A last line damaged between the call's pre-check and its append is not
-// built on: the call answers LEDGER_TAMPERED, with its request_id (the
-// request was read by then), and appends nothing.
+// built on: the append fails, so the call answers IO_OR_NUMERIC_ERROR
+// (SPEC §11; LEDGER_TAMPERED is decided before the request is read), with
+// its request_id, and appends nothing.
 func TestALedgerDamagedWhileTheCallRanIsNotBuiltOn(t *testing.T) {
 	is := is.New(t)
 	m := newMem(t, shippedFixture(t))
 	f := &faultyLedger{lastSeen: []byte("garbage\n")}
 	r := m.withLedger(f)(inspect("i2"), "--workspace", wsRoot, "--ledger", "ledger.jsonl")
-	is.Equal(r.code(), "LEDGER_TAMPERED")
+	is.Equal(r.code(), "IO_OR_NUMERIC_ERROR")
 	is.Equal(*r.Body.RequestID, "i2")
+	is.True(strings.Contains(r.Body.Error.Message, "damaged while this call ran"))
 	is.True(strings.Contains(r.Body.Error.Message, "not recorded"))
 	is.Equal(m.memLedger("ledger.jsonl"), nil)
 }

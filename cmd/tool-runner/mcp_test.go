@@ -778,3 +778,37 @@ func TestMCPLineLimitIsExact(t *testing.T) {
 	_, exit := s.finish()
 	is.Equal(exit, 0)
 }
+
+// Each call checks the ledger's place again (SPEC §9): a ledger directory
+// swapped, while the server runs, for a symlink into a committed run, or
+// to another directory, is refused, unrecorded; the run gains no entry and
+// still verifies, and the old ledger gains no line.
+func TestMCPChecksTheLedgersPlaceOnEveryCall(t *testing.T) {
+	for _, target := range []string{"runs/run1", "elsewhere"} {
+		t.Run(target, func(t *testing.T) {
+			is := is.New(t)
+			ws := fixture(t)
+			digest := digestOf(t, ws)
+			mustMkdir(t, filepath.Join(ws, "logs"))
+			mustMkdir(t, filepath.Join(ws, "elsewhere"))
+			s := startRawServer(t, ws, "--output-dir", "runs", "--ledger", "logs/calls.jsonl")
+			s.exchange(initialize("2025-06-18"))
+			s.send(initialized)
+			first, _ := toolText(t, s.exchange(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze","arguments":{"expected_source_digest":"%s","run_id":"run1"}}}`, digest)))
+			is.Equal(first["ok"], true)
+
+			is.NoErr(os.Rename(filepath.Join(ws, "logs"), filepath.Join(ws, "old-logs")))
+			mustSymlink(t, target, filepath.Join(ws, "logs"))
+			body, isError := toolText(t, s.exchange(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"inspect_inputs","arguments":{}}}`))
+			is.True(isError)
+			is.Equal(body["error"].(map[string]any)["code"], "PATH_BOUNDARY")
+			_, exit := s.finish()
+			is.Equal(exit, 0)
+			is.Equal(entriesIn(t, filepath.Join(ws, "runs", "run1")), []string{"checksums.json", "receipt.json", "result.json"}) // no entry gained
+			checkCompleteRun(t, ws, "runs", "run1")
+			is.Equal(len(ledgerLines(t, filepath.Join(ws, "old-logs", "calls.jsonl"))), 1) // the refusal is not recorded
+			_, err := os.Stat(filepath.Join(ws, "elsewhere", "calls.jsonl"))
+			is.True(os.IsNotExist(err)) // nor written elsewhere
+		})
+	}
+}
