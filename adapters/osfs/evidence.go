@@ -223,7 +223,16 @@ func (ew *writer) syncAll(files []*os.File) error {
 	errs := make([]error, len(files))
 	var wg sync.WaitGroup
 	for i, f := range files {
-		wg.Go(func() { errs[i] = ew.ws.sync(f) })
+		wg.Go(func() {
+			// A panic on this goroutine would end the process; make it a
+			// failed sync, which abandons the commit.
+			defer func() {
+				if recover() != nil {
+					errs[i] = errors.New("fsync failed unexpectedly")
+				}
+			}()
+			errs[i] = ew.ws.sync(f)
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -90,3 +90,35 @@ func TestSyncsCoverFilesPendingDirOutputAndCreatedParents(t *testing.T) {
 		".",                 // the workspace, parent of the created runs
 	})
 }
+
+// Stage fsyncs its files and directory on goroutines of their own; a panic
+// on one must not end the process (no recover of the caller reaches it) but
+// fail the stage, which commits nothing.
+func TestAPanickingStageSyncFailsTheStage(t *testing.T) {
+	files := []ports.File{{Name: "result.json", Data: []byte("1")}, {Name: "receipt.json", Data: []byte("2")}, {Name: "checksums.json", Data: []byte("3")}}
+	for panicAt := 1; panicAt <= 4; panicAt++ {
+		is := is.New(t)
+		dir := t.TempDir()
+		ws, err := Open(dir)
+		is.NoErr(err)
+		var mu sync.Mutex
+		calls := 0
+		ws.sync = func(f *os.File) error {
+			mu.Lock()
+			calls++
+			boom := calls == panicAt
+			mu.Unlock()
+			if boom {
+				panic("injected")
+			}
+			return f.Sync()
+		}
+		w, err := ws.OpenWriter("runs/out")
+		is.NoErr(err)
+		is.True(w.Stage(files) != nil) // the stage fails
+		is.NoErr(w.Close())
+		entries, _ := os.ReadDir(filepath.Join(dir, "runs", "out"))
+		is.Equal(len(entries), 1) // nothing but the lock file
+		ws.Close()
+	}
+}
