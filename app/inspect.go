@@ -15,20 +15,32 @@ type snapshot struct {
 	sums  *sums
 }
 
-// sums are a snapshot's hashes, once done is closed.
+// sums are a snapshot's hashes, once done is closed. A panic while
+// hashing is kept in panicked and raised again on the goroutine that waits,
+// where the call's recover turns it into INTERNAL_ERROR; on the hashing
+// goroutine it would end the process.
 type sums struct {
-	done   chan struct{}
-	hashes domain.SourceHashes
-	digest string
+	done     chan struct{}
+	hashes   domain.SourceHashes
+	digest   string
+	panicked any
+}
+
+// wait waits for the hashes.
+func (s *sums) wait() {
+	<-s.done
+	if s.panicked != nil {
+		panic(s.panicked)
+	}
 }
 
 func (s snapshot) hashes() domain.SourceHashes {
-	<-s.sums.done
+	s.sums.wait()
 	return s.sums.hashes
 }
 
 func (s snapshot) digest() string {
-	<-s.sums.done
+	s.sums.wait()
 	return s.sums.digest
 }
 
@@ -47,6 +59,7 @@ func (s *Service) readSources() (snapshot, error) {
 	snap := snapshot{files: files, sums: &sums{done: make(chan struct{})}}
 	go func() {
 		defer close(snap.sums.done) // SHA256 of bytes cannot fail
+		defer func() { snap.sums.panicked = recover() }()
 		snap.sums.hashes = domain.HashSources(files)
 		snap.sums.digest = snap.sums.hashes.Digest()
 	}()

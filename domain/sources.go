@@ -284,9 +284,13 @@ func ParseSources(files map[string][]byte) (Inputs, error) {
 	// in source order.
 	var in Inputs
 	var txErr error
+	var txPanic any
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		// A panic here would end the process, past every recover of the
+		// caller: carry it back and raise it on the caller's goroutine.
+		defer func() { txPanic = recover() }()
 		in.Transactions, txErr = ParseTransactions(files[TransactionsFile])
 	}()
 	var err error
@@ -299,6 +303,9 @@ func ParseSources(files map[string][]byte) (Inputs, error) {
 		}
 	}
 	<-done
+	if txPanic != nil {
+		panic(txPanic)
+	}
 	switch {
 	case txErr != nil:
 		return Inputs{}, txErr
