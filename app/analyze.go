@@ -73,7 +73,7 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 		Receipt:   path.Join(dir, ReceiptFile),
 		Checksums: path.Join(dir, ChecksumsFile),
 	}}
-	if len(files) > 3 {
+	if s.signingKey != nil {
 		run.artifacts.Attestation = path.Join(dir, AttestationFile)
 	}
 	return run, nil

@@ -27,6 +27,7 @@ type faultyLedger struct {
 	lastErr   error  // LastLine fails with it
 	appendErr error  // Append fails with it, before building the record
 	lastSeen  []byte // non-nil: the last line Append hands the record, as if it changed meanwhile
+	panics    bool   // Append panics
 	appended  int
 }
 
@@ -40,6 +41,9 @@ func (f *faultyLedger) LastLine(rel string) ([]byte, error) {
 func (f *faultyLedger) Append(rel string, wait time.Duration, record func([]byte) ([]byte, error)) error {
 	if f.appendErr != nil {
 		return f.appendErr
+	}
+	if f.panics {
+		panic("boom")
 	}
 	if f.lastSeen != nil {
 		_, err := record(f.lastSeen)
@@ -238,4 +242,19 @@ func TestAnMCPCallIsRecordedWithItsRawArguments(t *testing.T) {
 			is.Equal(r["time"], "2026-11-29T12:00:00Z")
 		})
 	}
+}
+
+// A panic while the record is appended is INTERNAL_ERROR for the call as
+// heard (its request_id kept), and a run the call committed is named as
+// committed, not denied.
+func TestAPanicWhileRecordingKeepsTheCallAndItsRun(t *testing.T) {
+	is := is.New(t)
+	m := newMem(t, shippedFixture(t))
+	digest := m.digest()
+	r := m.withLedger(&faultyLedger{panics: true})(analyzeReq("r1", digest), "--workspace", wsRoot, "--output-dir", "runs", "--ledger", "ledger.jsonl")
+	is.Equal(r.code(), "INTERNAL_ERROR")
+	is.Equal(*r.Body.RequestID, "r1")
+	is.True(strings.Contains(r.Body.Error.Message, "run r1 was committed"))
+	is.True(!strings.Contains(r.Raw, "boom"))
+	is.True(m.exists("runs/r1/result.json"))
 }

@@ -144,9 +144,14 @@ func (s *Service) CheckPaths() *Error {
 // before the answer is returned. Every path, a recovered panic included,
 // ends in exactly one Answer.
 func (s *Service) Serve(ctx context.Context, in Input) (a Answer) {
+	var o outcome // the call as heard, for an answer to a panic below
 	defer func() {
 		if recover() != nil {
-			a = refused(call{}, fail(InternalError, "the engine failed unexpectedly; nothing was committed by this failure")).answer()
+			e := fail(InternalError, "the engine failed unexpectedly; nothing was committed by this failure")
+			if o.committed != "" {
+				e = fail(InternalError, "the engine failed unexpectedly after run %s was committed; it stays committed: check it with verify_result", o.committed)
+			}
+			a = refused(o.call, e).answer()
 		}
 	}()
 	o, recordable := s.decide(ctx, in)

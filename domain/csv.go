@@ -14,7 +14,8 @@ import (
 // that holds a line break is refused rather than spanning lines; that keeps
 // every record on one physical line and every line number exact.
 //
-// Fields are substrings of one copy of the file, so reading allocates little.
+// The reader keeps one string copy of the file (a plain conversion, no
+// unsafe); fields are substrings of it, so reading allocates little more.
 //
 // Most files hold no quote, no carriage return and no byte outside ASCII;
 // for them every rule above but the field split is moot, and the reader
