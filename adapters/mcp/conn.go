@@ -179,10 +179,14 @@ func (c *lineConn) take(id jsonrpc.ID) bool {
 // closes, and returns io.EOF.
 func (c *lineConn) drain() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for len(c.inFlight) > 0 && !c.done {
 		c.idle.Wait()
 	}
+	c.mu.Unlock()
+	// The last answer's ID leaves the set just before its line is
+	// written, under wmu: wait for that write to finish.
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	return io.EOF
 }
 
@@ -192,19 +196,28 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	err = c.writeLine(data)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	if resp, ok := msg.(*jsonrpc.Response); ok {
+		// The ID is free again before the client can see the answer, so a
+		// client that reuses it at once is not refused; drain, which may
+		// see the set empty now, waits on wmu for this line to be written.
 		c.mu.Lock()
 		delete(c.inFlight, resp.ID)
 		c.idle.Broadcast()
 		c.mu.Unlock()
 	}
-	return err
+	return c.writeLocked(data)
 }
 
 func (c *lineConn) writeLine(data []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	return c.writeLocked(data)
+}
+
+// writeLocked writes one line; the caller holds wmu.
+func (c *lineConn) writeLocked(data []byte) error {
 	_, err := c.out.Write(append(data, '\n'))
 	return err
 }

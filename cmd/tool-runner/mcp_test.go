@@ -661,7 +661,10 @@ func TestEightConcurrentMCPCallsMakeAnUnbrokenChain(t *testing.T) {
 	is.Equal(len(answers), 8)
 	byRequest := map[string]map[string]any{}
 	for _, m := range answers {
-		res := m["result"].(map[string]any)
+		res, ok := m["result"].(map[string]any)
+		if !ok {
+			t.Fatalf("not a tool result: %v", m)
+		}
 		text := res["content"].([]any)[0].(map[string]any)["text"].(string)
 		body, _ := toolText(t, m)
 		body["_text"], body["_id"] = text, m["id"]
@@ -753,6 +756,23 @@ func TestMCPRefusesAnIDAlreadyInFlightAndStillEnds(t *testing.T) {
 	is.Equal(refused, 1)  // the second, while the first was in flight
 	is.Equal(answered, 1) // the first
 	checkCompleteRun(t, ws, "runs", "dup")
+}
+
+// An id is free again as soon as its answer is on the wire: a client that
+// reuses it the moment it reads the answer is answered, never refused as
+// in flight.
+func TestMCPAnIDIsFreeAgainOnceAnswered(t *testing.T) {
+	is := is.New(t)
+	s := startRawServer(t, fixture(t))
+	s.exchange(initialize("2025-06-18"))
+	s.send(initialized)
+	for range 3000 { // the window was a few instructions wide: many tries
+		m := s.exchange(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+		is.Equal(m["error"], nil) // answered, not refused
+		is.Equal(m["id"], float64(1))
+	}
+	_, exit := s.finish()
+	is.Equal(exit, 0)
 }
 
 // The 16 MiB bound holds to the byte: a line of exactly 16 MiB (with LF or
