@@ -473,20 +473,9 @@ func killAnalyzeAtAnyMoment(t *testing.T, key *testKey) {
 		}
 	}
 
-	// How long one uncontended analyze takes here, measured as the kills
-	// below are timed, from the process's start to its exit: the median of
-	// five, into a directory of their own.
-	var took []time.Duration
-	for i := range 5 {
-		timing := append([]string{"--workspace", ws, "--output-dir", "timing"}, keyArgs...)
-		signaled, d, err := runKilledAfter(t, ws, analyzeRequest(fmt.Sprintf("timing-%d", i), digest), -1, timing...)
-		is.True(!signaled)
-		is.NoErr(err)
-		took = append(took, d)
-	}
-	slices.Sort(took)
-	full := took[len(took)/2]
-	t.Logf("one analyze of the maximum inputs: %v (of %v)", full, took)
+	// How long one uncontended analyze takes here, into a directory of
+	// its own.
+	full := medianAnalyze(t, ws, digest, append([]string{"--workspace", ws, "--output-dir", "timing"}, keyArgs...))
 
 	// Half the attempts sweep evenly from 0 to 1.2 times that; the other
 	// half sweep again, finely, across the stretch where the sweep saw the
@@ -845,6 +834,24 @@ func (p *runnerProc) send(t *testing.T, req string) {
 func (p *runnerProc) finish(t *testing.T) outcome {
 	t.Helper()
 	return answerOf(t, p.cmd.Wait(), p.stdout.String(), p.stderr.String())
+}
+
+// medianAnalyze is how long one analyze of ws with args takes here,
+// measured as runKilledAfter times its kills, from the process's start to
+// its exit: the median of five, each its own run.
+func medianAnalyze(t *testing.T, ws, digest string, args []string) time.Duration {
+	t.Helper()
+	var took []time.Duration
+	for i := range 5 {
+		signaled, d, err := runKilledAfter(t, ws, analyzeRequest(fmt.Sprintf("timing-%d", i), digest), -1, args...)
+		if signaled || err != nil {
+			t.Fatalf("a timing analyze failed: signaled %v, %v", signaled, err)
+		}
+		took = append(took, d)
+	}
+	slices.Sort(took)
+	t.Logf("one uncontended analyze: %v, the median of %v", took[len(took)/2], took)
+	return took[len(took)/2]
 }
 
 // runKilledAfter starts the runner in dir with stdin and args, sends it

@@ -858,17 +858,8 @@ func TestKillingACallAtAnyMomentLeavesALedgerTheNextCallBuildsOn(t *testing.T) {
 	digest := digestOf(t, ws)
 	args := []string{"--workspace", ws, "--output-dir", "runs", "--ledger", "ledger.jsonl"}
 
-	// How long one analyze with its record takes here: the median of five.
-	var took []time.Duration
-	for i := range 5 {
-		signaled, d, err := runKilledAfter(t, ws, analyzeRequest(fmt.Sprintf("timing-%d", i), digest), -1, args...)
-		is.True(!signaled)
-		is.NoErr(err)
-		took = append(took, d)
-	}
-	slices.Sort(took)
-	full := took[len(took)/2]
-	t.Logf("one analyze of the maximum inputs with --ledger: %v (of %v)", full, took)
+	// How long one analyze with its record takes here.
+	full := medianAnalyze(t, ws, digest, args)
 
 	// Half the attempts sweep evenly from 0 to 1.2 times that; the other
 	// half sweep again, finely, across the stretch where the sweep saw the
