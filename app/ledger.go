@@ -54,7 +54,7 @@ func (s *Service) CheckLedger() *Error {
 		return e
 	}
 	if rel != s.ledger {
-		return classify(resolvingLedger, "", found("the ledger now resolves elsewhere than when the server started; nothing was run: restore its directory, or restart with --ledger naming the place you mean"))
+		return classify(resolvingLedger, "", found("the ledger now resolves elsewhere than when this process started; nothing was run: restore its directory, or start again with --ledger naming the place you mean"))
 	}
 	last, err := s.p.Ledger.LastLine(s.ledger)
 	if err != nil {
