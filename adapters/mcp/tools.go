@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,12 +61,13 @@ func tools() []tool {
 func Tools() ([]*sdk.Tool, error) {
 	f := false
 	var out []*sdk.Tool
+	docs := schemas{}
 	for _, t := range tools() {
-		in, err := InputSchema(t.name)
+		in, err := docs.inputSchema(t.name)
 		if err != nil {
 			return nil, err
 		}
-		res, err := OutputSchema(t.name)
+		res, err := docs.outputSchema(t.name)
 		if err != nil {
 			return nil, err
 		}
@@ -86,11 +88,16 @@ func Tools() ([]*sdk.Tool, error) {
 	return out, nil
 }
 
-// InputSchema is the tool's inputSchema (SPEC §9): the request schema's
+// schemas are the schemas of contracts/schemas, each decoded once, when
+// first needed (decoding one for every $ref made a server's start cost
+// 13 ms). The decoded documents are never changed: inline copies.
+type schemas map[string]map[string]any
+
+// inputSchema is the tool's inputSchema (SPEC §9): the request schema's
 // arguments of the tool, self-contained, plus the optional run_id for
 // analyze.
-func InputSchema(tool string) (json.RawMessage, error) {
-	request, err := loadSchema("request")
+func (docs schemas) inputSchema(tool string) (json.RawMessage, error) {
+	request, err := docs.load("request")
 	if err != nil {
 		return nil, err
 	}
@@ -99,12 +106,12 @@ func InputSchema(tool string) (json.RawMessage, error) {
 	if !ok {
 		return nil, fmt.Errorf("request.schema.json has no $defs.%s_arguments", tool)
 	}
-	schema, err := inline(args, "request", 0)
+	schema, err := docs.inline(args, "request", 0)
 	if err != nil {
 		return nil, err
 	}
 	if tool == app.ToolAnalyze {
-		id, err := inline(defs["id"], "request", 0)
+		id, err := docs.inline(defs["id"], "request", 0)
 		if err != nil {
 			return nil, err
 		}
@@ -118,38 +125,38 @@ func InputSchema(tool string) (json.RawMessage, error) {
 	return json.Marshal(schema)
 }
 
-// OutputSchema is the tool's outputSchema (SPEC §9): the whole response
+// outputSchema is the tool's outputSchema (SPEC §9): the whole response
 // object of SPEC §3, self-contained, with tool fixed to its name and
 // result its result schema or null, so error results conform too. Of the
 // response schema's conditions, the ones about other tools are dropped.
-func OutputSchema(tool string) (json.RawMessage, error) {
-	response, err := loadSchema("response")
+func (docs schemas) outputSchema(tool string) (json.RawMessage, error) {
+	response, err := docs.load("response")
 	if err != nil {
 		return nil, err
 	}
-	if conditions, ok := response["allOf"].([]any); ok {
+	schema, err := docs.inline(response, "response", 0)
+	if err != nil {
+		return nil, err
+	}
+	obj, _ := schema.(map[string]any) // a copy: it may be changed
+	if conditions, ok := obj["allOf"].([]any); ok {
 		var kept []any
 		for _, c := range conditions {
 			if about, ok := conditionTool(c); !ok || about == tool {
 				kept = append(kept, c)
 			}
 		}
-		response["allOf"] = kept
+		obj["allOf"] = kept
 	}
-	schema, err := inline(response, "response", 0)
-	if err != nil {
-		return nil, err
-	}
-	obj, _ := schema.(map[string]any)
 	props, _ := obj["properties"].(map[string]any)
 	if props == nil {
 		return nil, fmt.Errorf("response.schema.json has no properties")
 	}
-	result, err := loadSchema(resultSchemaName(tool))
+	result, err := docs.load(resultSchemaName(tool))
 	if err != nil {
 		return nil, err
 	}
-	inlined, err := inline(result, resultSchemaName(tool), 0)
+	inlined, err := docs.inline(result, resultSchemaName(tool), 0)
 	if err != nil {
 		return nil, err
 	}
@@ -180,8 +187,11 @@ func resultSchemaName(tool string) string {
 	return "verify-result"
 }
 
-// loadSchema decodes a schema of contracts/schemas.
-func loadSchema(name string) (map[string]any, error) {
+// load returns the decoded schema of contracts/schemas with that name.
+func (docs schemas) load(name string) (map[string]any, error) {
+	if m, ok := docs[name]; ok {
+		return m, nil
+	}
 	data, ok := contracts.Schema(name)
 	if !ok {
 		return nil, fmt.Errorf("no schema %s", name)
@@ -192,6 +202,7 @@ func loadSchema(name string) (map[string]any, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("%s.schema.json: %w", name, err)
 	}
+	docs[name] = m
 	return m, nil
 }
 
@@ -207,7 +218,7 @@ func metaKeys() []string { return []string{"$schema", "$id", "$defs", "$comment"
 // inline returns a copy of the schema node v of the schema doc, with every
 // {"$ref": r} replaced by the schema r names (in doc, or in another schema
 // file), recursively, and the meta keys dropped.
-func inline(v any, doc string, depth int) (any, error) {
+func (docs schemas) inline(v any, doc string, depth int) (any, error) {
 	if depth > maxInlineDepth {
 		return nil, fmt.Errorf("schema refs nest deeper than %d: a cycle?", maxInlineDepth)
 	}
@@ -217,18 +228,18 @@ func inline(v any, doc string, depth int) (any, error) {
 			if len(v) != 1 {
 				return nil, fmt.Errorf("%s: a $ref beside other keywords cannot be inlined", doc)
 			}
-			target, targetDoc, err := resolveRef(ref, doc)
+			target, targetDoc, err := docs.resolveRef(ref, doc)
 			if err != nil {
 				return nil, err
 			}
-			return inline(target, targetDoc, depth+1)
+			return docs.inline(target, targetDoc, depth+1)
 		}
 		out := make(map[string]any, len(v))
 		for k, x := range v {
-			if contains(metaKeys(), k) {
+			if slices.Contains(metaKeys(), k) {
 				continue
 			}
-			y, err := inline(x, doc, depth+1)
+			y, err := docs.inline(x, doc, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -238,7 +249,7 @@ func inline(v any, doc string, depth int) (any, error) {
 	case []any:
 		out := make([]any, len(v))
 		for i, x := range v {
-			y, err := inline(x, doc, depth+1)
+			y, err := docs.inline(x, doc, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -250,12 +261,12 @@ func inline(v any, doc string, depth int) (any, error) {
 }
 
 // resolveRef finds the schema node a ref names, and the schema it is in.
-func resolveRef(ref, doc string) (any, string, error) {
+func (docs schemas) resolveRef(ref, doc string) (any, string, error) {
 	file, pointer, _ := strings.Cut(strings.TrimPrefix(ref, contracts.SchemaIDBase), "#")
 	if file != "" {
 		doc = strings.TrimSuffix(file, ".schema.json")
 	}
-	root, err := loadSchema(doc)
+	root, err := docs.load(doc)
 	if err != nil {
 		return nil, "", fmt.Errorf("$ref %q: %w", ref, err)
 	}
@@ -274,13 +285,4 @@ func resolveRef(ref, doc string) (any, string, error) {
 		}
 	}
 	return node, doc, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
