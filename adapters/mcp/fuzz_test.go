@@ -1,0 +1,88 @@
+package mcp_test
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+)
+
+// FuzzSession feeds an initialized session arbitrary lines, then ends its
+// input. Whatever arrives, the session ends (it never waits on a call it
+// took), every line it writes is one JSON-RPC 2.0 response or
+// notification, and nothing is written to the
+// workspace (there is no --output-dir, so no call may write).
+func FuzzSession(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"inspect_inputs","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"analyze","arguments":{"expected_source_digest":"` + strings.Repeat("0", 64) + `","run_id":"r1"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"verify_result","arguments":{"run_id":"r1"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"inspect_inputs","arguments":{},"arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"inspect_inputs","arguments":{}}}` + "\n" + `{"jsonrpc":"2.0","id":"x","method":"ping"}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`,
+		`{"jsonrpc":"2.0","id":3,"result":{}}`,
+		`[{"jsonrpc":"2.0","id":2,"method":"ping"}]`,
+		`{"jsonrpc":"1.0","id":2,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"again","version":"1"}}}`,
+		"\xff\r\n{",
+		"",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		w := newWorld(t)
+		before := listFiles(t, w.fs)
+		lines := append([]string{
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"fuzz","version":"1"}}}`,
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		}, strings.Split(input, "\n")...)
+		got := make(chan []string, 1)
+		go func() { got <- rawSession(t, w.service(), lines...) }()
+		var out []string
+		select {
+		case out = <-got:
+		case <-time.After(20 * time.Second): // a hang guard only
+			t.Fatalf("the session did not end after its input ended; input %q", input)
+		}
+		for _, l := range out {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("not one JSON object: %q", l)
+			}
+			if string(m["jsonrpc"]) != `"2.0"` {
+				t.Fatalf("not JSON-RPC 2.0: %q", l)
+			}
+			_, isResult := m["result"]
+			_, isError := m["error"]
+			_, isNotice := m["method"]
+			if isResult == isError && !isNotice {
+				t.Fatalf("neither one response nor a notification: %q", l)
+			}
+		}
+		if after := listFiles(t, w.fs); after != before {
+			t.Fatalf("the workspace changed:\nbefore %s\nafter  %s", before, after)
+		}
+	})
+}
+
+// listFiles lists every path in fs, one per line.
+func listFiles(t *testing.T, fs afero.Fs) string {
+	t.Helper()
+	var b strings.Builder
+	err := afero.Walk(fs, "/", func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		b.WriteString(p + "\n")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
