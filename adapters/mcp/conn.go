@@ -248,19 +248,22 @@ func decodeLine(l line) (jsonrpc.Message, []byte) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}
-	if !utf8.Valid(data) || !json.Valid(data) {
-		return nil, rpcError(nil, jsonrpc.CodeParseError, "Parse error: the line is not JSON")
-	}
-	id := idOf(data)
-	if _, err := strictjson.Parse(data); err != nil && !strictOutsideArguments(data) {
-		return nil, rpcError(id, jsonrpc.CodeInvalidRequest, "Invalid Request: a duplicate key, or a string that is not valid Unicode, outside params.arguments")
+	// A line that passes the strict parse is valid UTF-8 and valid JSON;
+	// only one that fails it is looked at again, to tell which it is.
+	if _, err := strictjson.Parse(data); err != nil {
+		if !utf8.Valid(data) || !json.Valid(data) {
+			return nil, rpcError(nil, jsonrpc.CodeParseError, "Parse error: the line is not JSON")
+		}
+		if !strictOutsideArguments(data) {
+			return nil, rpcError(idOf(data), jsonrpc.CodeInvalidRequest, "Invalid Request: a duplicate key, or a string that is not valid Unicode, outside params.arguments")
+		}
 	}
 	if bytes.TrimSpace(data)[0] != '{' {
 		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: a message is one JSON object; batches are not accepted")
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err != nil {
-		return nil, rpcError(id, jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message")
+		return nil, rpcError(idOf(data), jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message")
 	}
 	return msg, nil
 }
