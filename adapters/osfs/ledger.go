@@ -23,6 +23,11 @@ var _ ports.LedgerStore = (*Workspace)(nil)
 // it is enough to say so.
 const maxLedgerLineBytes = 64 << 10
 
+// readLockWait is how long a read of the ledger waits for its shared
+// flock: as long as an append waits for its exclusive one (SPEC §11's
+// 10 s), so that ErrBusy means the same wait to the app either way.
+const readLockWait = 10 * time.Second
+
 // lockPollInterval is how often a waiting lock is tried again.
 const lockPollInterval = 5 * time.Millisecond
 
@@ -41,7 +46,7 @@ func (w *Workspace) LastLine(rel string) (_ []byte, err error) {
 	if err := regular(f); err != nil {
 		return nil, err
 	}
-	if err := lockWithin(f, unix.LOCK_SH, 10*time.Second); err != nil {
+	if err := lockWithin(f, unix.LOCK_SH, readLockWait); err != nil {
 		return nil, err
 	}
 	return lastLine(f)
@@ -137,7 +142,7 @@ func (w *Workspace) ScanLedger(rel string, line func([]byte) error) (err error) 
 	if err := regular(f); err != nil {
 		return err
 	}
-	if err := lockWithin(f, unix.LOCK_SH, 10*time.Second); err != nil {
+	if err := lockWithin(f, unix.LOCK_SH, readLockWait); err != nil {
 		return err
 	}
 	fi, err := f.Stat()

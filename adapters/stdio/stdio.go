@@ -73,6 +73,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		return reply(stdout, app.Refuse(e))
 	}
 	defer s.Close()
+	// The ledger's pre-check comes before the read (SPEC §11), so that a
+	// damaged ledger is answered at once even while the caller holds the
+	// input open; Serve checks it again once the request is read, which
+	// may have taken as long as the caller liked.
 	if e := s.CheckLedger(); e != nil {
 		return reply(stdout, app.Refuse(e))
 	}
