@@ -3,6 +3,7 @@ package app
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"slices"
 	"time"
 
 	"github.com/metricproof/metricproof/domain"
@@ -206,7 +207,7 @@ const idRule = "a string of 1 to 64 ASCII letters, digits, '_' or '-', starting 
 // but the required and optional ones.
 func exactArguments(args strictjson.Value, required, optional []string) *Error {
 	for _, m := range args.Members {
-		if !contains(required, m.Key) && !contains(optional, m.Key) {
+		if !slices.Contains(required, m.Key) && !slices.Contains(optional, m.Key) {
 			switch {
 			case len(required) == 0:
 				return fail(InvalidArguments, "this tool takes no arguments")
@@ -222,15 +223,6 @@ func exactArguments(args strictjson.Value, required, optional []string) *Error {
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func stringArgument(args strictjson.Value, name string, valid func(string) bool, want string) (string, *Error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -176,12 +177,12 @@ func recordFault(r Record) string {
 		return "transport is neither stdio nor mcp"
 	case r.RequestID != nil && !domain.ValidID(*r.RequestID):
 		return "request_id is not an ID"
-	case r.Tool != nil && !contains(Tools(), *r.Tool):
+	case r.Tool != nil && !slices.Contains(Tools(), *r.Tool):
 		return "tool is not one of the three tools"
 	case !optionalDigest(r.InputSHA256) || !optionalDigest(r.ResultSHA256) || !isDigest(r.ResponseSHA256) || !isDigest(r.EngineSHA256):
 		return "a digest is not a SHA256"
 	case r.Status == "success" && r.Code != nil,
-		r.Status != "success" && (r.Code == nil || !contains(codeNames(), string(*r.Code)) || r.Code.Status() != r.Status):
+		r.Status != "success" && (r.Code == nil || !slices.Contains(Codes(), *r.Code) || r.Code.Status() != r.Status):
 		return "status and code disagree"
 	case r.Status == "success" && (r.RequestID == nil || r.Tool == nil):
 		return "a success names no request_id or tool"
@@ -191,14 +192,6 @@ func recordFault(r Record) string {
 		return "run_id is set, but only a successful analyze commits a run, named by its request_id"
 	}
 	return ""
-}
-
-func codeNames() []string {
-	var names []string
-	for _, c := range Codes() {
-		names = append(names, string(c))
-	}
-	return names
 }
 
 // LedgerReport is the one line of tool-runner ledger.
