@@ -250,16 +250,24 @@ func decodeLine(l line) (jsonrpc.Message, []byte) {
 	}
 	// A line that passes the strict parse is valid UTF-8 and valid JSON;
 	// only one that fails it is looked at again, to tell which it is.
-	if _, err := strictjson.Parse(data); err != nil {
+	v, err := strictjson.Parse(data)
+	if err != nil {
 		if !utf8.Valid(data) || !json.Valid(data) {
 			return nil, rpcError(nil, jsonrpc.CodeParseError, "Parse error: the line is not JSON")
 		}
-		if !strictOutsideArguments(data) {
+		var ok bool
+		if v, ok = strictOutsideArguments(data); !ok {
 			return nil, rpcError(idOf(data), jsonrpc.CodeInvalidRequest, "Invalid Request: a duplicate key, or a string that is not valid Unicode, outside params.arguments")
 		}
 	}
-	if bytes.TrimSpace(data)[0] != '{' {
+	if v.Kind != strictjson.Object {
 		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: a message is one JSON object; batches are not accepted")
+	}
+	// MCP ids are strings or integers. The SDK would read 5.5 or 1e1 as 5
+	// or 10 and answer under an id that was never sent, and take a null id
+	// for no id and answer nothing.
+	if id, ok := v.Get("id"); ok && !validID(id) {
+		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: id must be a string or an integer")
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err != nil {
@@ -268,18 +276,32 @@ func decodeLine(l line) (jsonrpc.Message, []byte) {
 	return msg, nil
 }
 
-// strictOutsideArguments reports whether data, valid JSON that failed the
-// strict check, passes it once the value of params.arguments is set
-// aside: the fault is then inside the tool's arguments, which the tool
-// itself answers (INVALID_JSON).
-func strictOutsideArguments(data []byte) bool {
+// validID reports whether a message's id is one MCP allows: a string, or
+// an integer written as one that fits in 64 bits.
+func validID(id strictjson.Value) bool {
+	switch id.Kind {
+	case strictjson.String:
+		return true
+	case strictjson.Number:
+		_, err := strconv.ParseInt(id.Text, 10, 64)
+		return err == nil
+	}
+	return false
+}
+
+// strictOutsideArguments parses data, valid JSON that failed the strict
+// check, once more with the value of params.arguments set aside, and
+// reports whether that passes: the fault is then inside the tool's
+// arguments, which the tool itself answers (INVALID_JSON). The value it
+// returns is the message without its arguments.
+func strictOutsideArguments(data []byte) (strictjson.Value, bool) {
 	start, end, ok := argumentsSpan(data)
 	if !ok {
-		return false
+		return strictjson.Value{}, false
 	}
 	rest := append(append(append([]byte{}, data[:start]...), "{}"...), data[end:]...)
-	_, err := strictjson.Parse(rest)
-	return err == nil
+	v, err := strictjson.Parse(rest)
+	return v, err == nil
 }
 
 // argumentsSpan finds the byte span of the value of params.arguments in
@@ -356,8 +378,7 @@ func idOf(data []byte) json.RawMessage {
 	if seen != 1 {
 		return nil
 	}
-	var s string
-	if json.Unmarshal(id, &s) == nil {
+	if id[0] == '"' { // json.Unmarshal would take null for a string too
 		return id
 	}
 	if _, err := strconv.ParseInt(string(id), 10, 64); err == nil {

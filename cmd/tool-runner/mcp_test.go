@@ -449,6 +449,11 @@ func TestMCPRefusesBrokenLinesAndGoesOn(t *testing.T) {
 		{"not JSON-RPC 2.0", `{"jsonrpc":"1.0","id":18,"method":"ping"}`, float64(18), float64(-32600), ""},
 		{"an unknown tool", `{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"rm_rf","arguments":{}}}`, float64(19), float64(-32602), ""},
 		{"arguments not an object", `{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"inspect_inputs","arguments":[1]}}`, float64(20), nil, "INVALID_ARGUMENTS"},
+		{"a fractional id", `{"jsonrpc":"2.0","id":5.5,"method":"tools/call","params":{"name":"inspect_inputs","arguments":{}}}`, nil, float64(-32600), ""},
+		{"an id in exponent form", `{"jsonrpc":"2.0","id":1e1,"method":"ping"}`, nil, float64(-32600), ""},
+		{"an id past int64", `{"jsonrpc":"2.0","id":99999999999999999999,"method":"ping"}`, nil, float64(-32600), ""},
+		{"a null id", `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, nil, float64(-32600), ""},
+		{"a boolean id", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, nil, float64(-32600), ""},
 		{"a line ending in CRLF", "{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"tools/call\",\"params\":{\"name\":\"inspect_inputs\"}}\r", float64(21), nil, ""},
 	}
 	for i, tt := range tests {
