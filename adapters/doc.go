@@ -9,9 +9,9 @@
 //   - keyfile: the operator's Ed25519 keys from PEM files.
 //   - sysclock: the system clock.
 //   - engine: the running executable's SHA256 (taken once) and build facts.
-//   - porttest: the contract suites every adapter of a port must pass, and
-//     fixed fakes for the clock and engine (it imports the adapters it
-//     tests).
+//   - porttest: the contract suites every adapter of the filesystem ports
+//     must pass, and fixed fakes for the clock and engine; it imports no
+//     adapter, the adapters' tests call it.
 //
 // Driving adapters are the transports: they drive the app, so they import
 // it, and never one another. They only frame; every check and code is the
