@@ -28,21 +28,32 @@ const MaxLineBytes = 16 << 20
 // holds end of input (and the stop signal) back until every call it handed
 // to the SDK has been answered.
 type lineTransport struct {
-	in   io.Reader
-	out  io.Writer
-	stop <-chan struct{}
+	in        io.Reader
+	out       io.Writer
+	stop      <-chan struct{}
+	unhandled Unhandled
 }
+
+// Unhandled answers, as the tool's handler would have, a tools/call that
+// the SDK cancelled before the handler ran: tool and arguments are the
+// call's params.name and the raw bytes of params.arguments. It reports
+// false for a name that is not one of the tools.
+type Unhandled func(tool string, arguments json.RawMessage) (*sdk.CallToolResult, bool)
 
 // LineTransport returns the server's line transport over in and out. When
 // stop is closed the server stops taking calls and ends its session once
-// the calls in flight are answered; nil never stops.
-func LineTransport(in io.Reader, out io.Writer, stop <-chan struct{}) sdk.Transport {
-	return &lineTransport{in: in, out: out, stop: stop}
+// the calls in flight are answered; nil never stops. The SDK answers a
+// call cancelled while it waited for a handler with a JSON-RPC error of
+// its own; unhandled, when not nil, answers it instead, so that every call of
+// a tool gets the tool's answer (SPEC §9: CANCELLED, never an error of
+// the protocol) and is recorded.
+func LineTransport(in io.Reader, out io.Writer, stop <-chan struct{}, unhandled Unhandled) sdk.Transport {
+	return &lineTransport{in: in, out: out, stop: stop, unhandled: unhandled}
 }
 
 // Connect implements sdk.Transport.
 func (t *lineTransport) Connect(context.Context) (sdk.Connection, error) {
-	c := &lineConn{out: t.out, stop: t.stop, lines: make(chan line), closed: make(chan struct{}), inFlight: map[jsonrpc.ID]struct{}{}}
+	c := &lineConn{out: t.out, stop: t.stop, unhandled: t.unhandled, lines: make(chan line), closed: make(chan struct{}), inFlight: map[jsonrpc.ID]*jsonrpc.Request{}}
 	c.idle = sync.NewCond(&c.mu)
 	go c.readLines(t.in)
 	return c, nil
@@ -57,17 +68,18 @@ type line struct {
 
 // lineConn is one session's connection.
 type lineConn struct {
-	out   io.Writer
-	wmu   sync.Mutex // one line at a time
-	stop  <-chan struct{}
-	lines chan line
+	out       io.Writer
+	wmu       sync.Mutex // one line at a time
+	stop      <-chan struct{}
+	unhandled Unhandled
+	lines     chan line
 
 	mu   sync.Mutex
 	idle *sync.Cond // signalled when a call is answered
-	// inFlight holds the IDs of the calls handed to the SDK and not yet
-	// answered. A call whose ID is in it is refused here: the SDK would
-	// answer it with nothing, and the session could never end.
-	inFlight map[jsonrpc.ID]struct{}
+	// inFlight holds the calls handed to the SDK and not yet answered, by
+	// ID. A call whose ID is in it is refused here: the SDK would answer it
+	// with nothing, and the session could never end.
+	inFlight map[jsonrpc.ID]*jsonrpc.Request
 	done     bool // the connection is closed
 
 	closeOnce sync.Once
@@ -140,7 +152,7 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				return nil, c.drain()
 			}
 			msg, refusal := decodeLine(l)
-			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && !c.take(req.ID) {
+			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && !c.take(req) {
 				refusal = rpcError(idOf(l.data), jsonrpc.CodeInvalidRequest, "Invalid Request: a call with this id is still in flight")
 			}
 			if refusal != nil {
@@ -163,15 +175,15 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
-// take records the call id as in flight, and reports false when a call
-// with that id already is.
-func (c *lineConn) take(id jsonrpc.ID) bool {
+// take records the call as in flight, and reports false when a call with
+// its id already is.
+func (c *lineConn) take(req *jsonrpc.Request) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, busy := c.inFlight[id]; busy {
+	if _, busy := c.inFlight[req.ID]; busy {
 		return false
 	}
-	c.inFlight[id] = struct{}{}
+	c.inFlight[req.ID] = req
 	return true
 }
 
@@ -192,6 +204,9 @@ func (c *lineConn) drain() error {
 
 // Write implements sdk.Connection: one message, one line, one write.
 func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		msg = c.answerUnhandled(resp)
+	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
@@ -208,6 +223,37 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 		c.mu.Unlock()
 	}
 	return c.writeLocked(data)
+}
+
+// answerUnhandled returns the response to write for resp: the tool's own
+// answer when resp is the SDK's cancellation error for a tools/call whose
+// handler never ran (the handler never answers with an error), else resp.
+func (c *lineConn) answerUnhandled(resp *jsonrpc.Response) jsonrpc.Message {
+	if c.unhandled == nil || resp.Error == nil || !errors.Is(resp.Error, context.Canceled) {
+		return resp
+	}
+	c.mu.Lock()
+	req := c.inFlight[resp.ID]
+	c.mu.Unlock()
+	if req == nil || req.Method != "tools/call" {
+		return resp
+	}
+	var params struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(req.Params, &params) != nil {
+		return resp
+	}
+	result, ok := c.unhandled(params.Name, params.Arguments)
+	if !ok {
+		return resp
+	}
+	raw, err := json.Marshal(result)
+	if err != nil {
+		return resp
+	}
+	return &jsonrpc.Response{ID: resp.ID, Result: raw}
 }
 
 func (c *lineConn) writeLine(data []byte) error {

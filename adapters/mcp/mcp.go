@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -68,7 +69,7 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		fmt.Fprintf(stderr, "%s: %v\n", app.InternalError, err)
 		return 2
 	}
-	session, err := server.Connect(context.WithoutCancel(ctx), LineTransport(stdin, stdout, ctx.Done()), nil)
+	session, err := server.Connect(context.WithoutCancel(ctx), LineTransport(stdin, stdout, ctx.Done(), unhandled(svc)), nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: the session could not start\n", app.InternalError)
 		return 2
@@ -114,11 +115,32 @@ func handler(svc *app.Service, tool string, stop context.Context) sdk.ToolHandle
 		if req.Params != nil {
 			raw = req.Params.Arguments
 		}
-		a := svc.Serve(ctx, app.Input{Transport: app.MCPCalls, Tool: tool, Data: raw})
-		return &sdk.CallToolResult{
-			Content:           []sdk.Content{&sdk.TextContent{Text: string(a.JSON)}},
-			StructuredContent: json.RawMessage(a.JSON),
-			IsError:           !a.OK(),
-		}, nil
+		return toolResult(svc.Serve(ctx, app.Input{Transport: app.MCPCalls, Tool: tool, Data: raw})), nil
+	}
+}
+
+// toolResult is the tool result of an answer: the response object of
+// SPEC §3 as the text content and as the structured content, with isError
+// exactly when ok is false.
+func toolResult(a app.Answer) *sdk.CallToolResult {
+	return &sdk.CallToolResult{
+		Content:           []sdk.Content{&sdk.TextContent{Text: string(a.JSON)}},
+		StructuredContent: json.RawMessage(a.JSON),
+		IsError:           !a.OK(),
+	}
+}
+
+// unhandled answers a call of one of the tools that was cancelled before its
+// handler ran, as the handler would have: the app, under a context that
+// is already cancelled, checks and records it, and answers CANCELLED (or
+// the request check that fails first).
+func unhandled(svc *app.Service) Unhandled {
+	return func(tool string, arguments json.RawMessage) (*sdk.CallToolResult, bool) {
+		if !slices.Contains(app.Tools(), tool) {
+			return nil, false
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return toolResult(svc.Serve(ctx, app.Input{Transport: app.MCPCalls, Tool: tool, Data: arguments})), true
 	}
 }

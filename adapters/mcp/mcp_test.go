@@ -401,7 +401,7 @@ func rawSession(t *testing.T, svc *app.Service, lines ...string) []string {
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		ss, err := server.Connect(context.Background(), mcp.LineTransport(inR, outW, nil), nil)
+		ss, err := server.Connect(context.Background(), mcp.LineTransport(inR, outW, nil, nil), nil)
 		if err == nil {
 			_ = ss.Wait()
 		}

@@ -825,3 +825,46 @@ func TestMCPChecksTheLedgersPlaceOnEveryCall(t *testing.T) {
 		})
 	}
 }
+
+// A call cancelled before the server got to it still answers as a tool
+// (SPEC §9: CANCELLED or nothing, never a JSON-RPC error) and is recorded
+// (SPEC §11). The SDK answers such a call itself, with a JSON-RPC error
+// and no handler; the server must not let that answer through. Calls and
+// cancellations go in one write, so many are cancelled while queued.
+func TestMCPACallCancelledBeforeItRanIsStillAToolAnswerAndRecorded(t *testing.T) {
+	is := is.New(t)
+	ws := fixture(t)
+	s := startRawServer(t, ws, "--output-dir", "runs", "--ledger", "calls.jsonl")
+	s.exchange(initialize("2025-06-18"))
+	s.send(initialized)
+	const n = 20
+	var batch strings.Builder
+	for i := range n {
+		fmt.Fprintf(&batch, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"verify_result","arguments":{"run_id":"x"}}}`+"\n", i+1)
+	}
+	for i := range n {
+		fmt.Fprintf(&batch, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`+"\n", i+1)
+	}
+	_, err := io.WriteString(s.stdin, batch.String())
+	is.NoErr(err)
+	answers, exit := s.finish()
+	is.Equal(exit, 0)
+	is.Equal(len(answers), n) // every call answered once
+	cancelled := 0
+	for _, m := range answers {
+		if m["error"] != nil {
+			t.Fatalf("a JSON-RPC error for a tool call: %v", m)
+		}
+		body, _ := toolText(t, m)
+		switch code := body["error"].(map[string]any)["code"]; code {
+		case "CANCELLED":
+			cancelled++
+		case "MISSING_RESULT": // it ran before its cancellation came
+		default:
+			t.Fatalf("unexpected code %v", code)
+		}
+	}
+	t.Logf("%d of %d cancelled", cancelled, n)
+	lines := ledgerLines(t, filepath.Join(ws, "calls.jsonl"))
+	is.Equal(len(lines), n) // every call recorded
+}
