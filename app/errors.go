@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -228,6 +229,8 @@ func classify(s step, subject string, err error) *Error {
 		return fail(IOOrNumericError, "the ledger could not be resolved%s", because(err))
 	case checkingLedger:
 		switch {
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			return fail(Cancelled, "the call was cancelled while it waited for another process's lock on the ledger; nothing was run")
 		case errors.Is(err, ports.ErrMissing):
 			return fail(InvalidOptions, "the ledger does not exist (the first call recorded in it creates it); check the --ledger path")
 		case errors.Is(err, ports.ErrNotRegular):

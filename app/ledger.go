@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -46,7 +47,7 @@ type Record struct {
 // a complete, well-formed record. Only the last line is read, so a call's
 // cost does not grow with the ledger; the whole chain is
 // [Service.CheckChain]'s job. Without --ledger it passes.
-func (s *Service) CheckLedger() *Error {
+func (s *Service) CheckLedger(ctx context.Context) *Error {
 	if s.ledger == "" {
 		return nil
 	}
@@ -57,7 +58,7 @@ func (s *Service) CheckLedger() *Error {
 	if rel != s.ledger {
 		return classify(resolvingLedger, "", found("the ledger now resolves elsewhere than when this process started; nothing was run: restore its directory, or start again with --ledger naming the place you mean"))
 	}
-	last, err := s.p.Ledger.LastLine(s.ledger)
+	last, err := s.p.Ledger.LastLine(ctx, s.ledger)
 	if err != nil {
 		return classify(checkingLedger, "", err)
 	}

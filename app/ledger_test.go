@@ -31,11 +31,11 @@ type faultyLedger struct {
 	appended  int
 }
 
-func (f *faultyLedger) LastLine(rel string) ([]byte, error) {
+func (f *faultyLedger) LastLine(ctx context.Context, rel string) ([]byte, error) {
 	if f.lastErr != nil {
 		return nil, f.lastErr
 	}
-	return f.LedgerStore.LastLine(rel)
+	return f.LedgerStore.LastLine(ctx, rel)
 }
 
 func (f *faultyLedger) Append(rel string, wait time.Duration, record func([]byte) ([]byte, error)) error {

@@ -174,7 +174,7 @@ func (s *Service) decide(ctx context.Context, in Input) (o outcome, recordable b
 	if in.Transport == MCPCalls {
 		c = mcpCall(in.Tool, in.Data, s.newCallID)
 	}
-	if e := s.CheckLedger(); e != nil {
+	if e := s.CheckLedger(ctx); e != nil {
 		return refused(c, e), false
 	}
 	var e *Error

@@ -196,8 +196,9 @@ type LedgerStore interface {
 	// LastLine returns the ledger's last line, its newline included when
 	// it has one, under a shared flock and without reading the whole file;
 	// nil for an empty or missing ledger. Something other than a regular
-	// file at rel is ErrNotRegular.
-	LastLine(rel string) ([]byte, error)
+	// file at rel is ErrNotRegular. A wait for the flock ends with ctx's
+	// error when ctx is done first.
+	LastLine(ctx context.Context, rel string) ([]byte, error)
 	// Append takes an exclusive flock on the ledger (creating the file,
 	// and then fsyncing its directory, when it is missing), waiting at
 	// most wait (else ErrBusy), reads the last line, and appends what

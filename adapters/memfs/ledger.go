@@ -2,6 +2,7 @@ package memfs
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -16,7 +17,7 @@ var _ ports.LedgerStore = (*Workspace)(nil)
 
 // LastLine implements ports.LedgerStore. The workspace's lock stands in
 // for flock: it excludes every caller sharing this value.
-func (w *Workspace) LastLine(rel string) ([]byte, error) {
+func (w *Workspace) LastLine(_ context.Context, rel string) ([]byte, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	data, err := w.ledgerBytes(rel)

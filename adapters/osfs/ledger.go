@@ -3,6 +3,7 @@ package osfs
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -33,7 +34,7 @@ const lockPollInterval = 5 * time.Millisecond
 
 // LastLine implements ports.LedgerStore. It reads backwards from the end,
 // at most maxLedgerLineBytes, under a shared flock.
-func (w *Workspace) LastLine(rel string) (_ []byte, err error) {
+func (w *Workspace) LastLine(ctx context.Context, rel string) (_ []byte, err error) {
 	defer func() { err = withCause(err) }()
 	f, err := w.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	switch {
@@ -46,7 +47,7 @@ func (w *Workspace) LastLine(rel string) (_ []byte, err error) {
 	if err := regular(f); err != nil {
 		return nil, err
 	}
-	if err := lockWithin(f, unix.LOCK_SH, readLockWait); err != nil {
+	if err := lockWithin(ctx, f, unix.LOCK_SH, readLockWait); err != nil {
 		return nil, err
 	}
 	return lastLine(f)
@@ -75,7 +76,9 @@ func (w *Workspace) Append(rel string, wait time.Duration, record func(last []by
 	if err := regular(f); err != nil {
 		return err
 	}
-	if err := lockWithin(f, unix.LOCK_EX, wait); err != nil {
+	// The record is the call's outcome, already decided: it waits its whole
+	// time, whatever cancels the call meanwhile.
+	if err := lockWithin(context.Background(), f, unix.LOCK_EX, wait); err != nil {
 		return err
 	}
 	last, err := lastLine(f)
@@ -142,7 +145,7 @@ func (w *Workspace) ScanLedger(rel string, line func([]byte) error) (err error) 
 	if err := regular(f); err != nil {
 		return err
 	}
-	if err := lockWithin(f, unix.LOCK_SH, readLockWait); err != nil {
+	if err := lockWithin(context.Background(), f, unix.LOCK_SH, readLockWait); err != nil {
 		return err
 	}
 	fi, err := f.Stat()
@@ -197,9 +200,9 @@ func regular(f *os.File) error {
 	return nil
 }
 
-// lockWithin takes the flock how on f, trying again until wait has passed:
-// then ports.ErrBusy.
-func lockWithin(f *os.File, how int, wait time.Duration) error {
+// lockWithin takes the flock how on f, trying again until wait has passed
+// (then ports.ErrBusy) or ctx is done (then its error).
+func lockWithin(ctx context.Context, f *os.File, how int, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for {
 		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
@@ -211,7 +214,11 @@ func lockWithin(f *os.File, how int, wait time.Duration) error {
 		case time.Now().After(deadline):
 			return ports.ErrBusy
 		}
-		time.Sleep(lockPollInterval)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(lockPollInterval):
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package osfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -75,7 +76,7 @@ func TestTheLastLineOfAHugeLedgerIsReadFromTheEnd(t *testing.T) {
 	is.NoErr(err)
 	is.NoErr(f.Close())
 
-	last, err := ws.LastLine("ledger.jsonl")
+	last, err := ws.LastLine(context.Background(), "ledger.jsonl")
 	is.NoErr(err)
 	is.Equal(string(last), "the last record\n")
 	var seen string
@@ -84,7 +85,7 @@ func TestTheLastLineOfAHugeLedgerIsReadFromTheEnd(t *testing.T) {
 	fi, err := os.Stat(path)
 	is.NoErr(err)
 	is.Equal(fi.Size(), int64(hole+len("\nthe last record\nthe next record\n")))
-	last, err = ws.LastLine("ledger.jsonl")
+	last, err = ws.LastLine(context.Background(), "ledger.jsonl")
 	is.NoErr(err)
 	is.Equal(string(last), "the next record\n")
 }
@@ -96,7 +97,7 @@ func TestALedgerLineIsReadWithinItsBound(t *testing.T) {
 	is := is.New(t)
 	long := strings.Repeat("x", 4<<20)
 	ws, _ := openLedgerWorkspace(t, []byte("first\n"+long+"\nafter\n"+long))
-	last, err := ws.LastLine("ledger.jsonl")
+	last, err := ws.LastLine(context.Background(), "ledger.jsonl")
 	is.NoErr(err)
 	is.Equal(len(last), maxLedgerLineBytes) // the torn last line, cut
 	var lens []int
@@ -160,7 +161,7 @@ func TestTheLastLineIsReadBesideAnotherSharedHolder(t *testing.T) {
 	is := is.New(t)
 	ws, path := openLedgerWorkspace(t, []byte("one\n"))
 	flockOther(t, path, unix.LOCK_SH)
-	last, err := ws.LastLine("ledger.jsonl")
+	last, err := ws.LastLine(context.Background(), "ledger.jsonl")
 	is.NoErr(err)
 	is.Equal(string(last), "one\n")
 }
@@ -327,10 +328,25 @@ func TestAFIFOIsNotALedger(t *testing.T) {
 	is := is.New(t)
 	ws, path := openLedgerWorkspace(t, nil)
 	is.NoErr(unix.Mkfifo(path, 0o644))
-	_, err := ws.LastLine("ledger.jsonl")
+	_, err := ws.LastLine(context.Background(), "ledger.jsonl")
 	is.True(errors.Is(err, ports.ErrNotRegular)) // LastLine
 	err = ws.Append("ledger.jsonl", time.Second, line("one\n", nil))
 	is.True(errors.Is(err, ports.ErrNotRegular)) // Append
 	err = ws.ScanLedger("ledger.jsonl", func([]byte) error { return nil })
 	is.True(errors.Is(err, ports.ErrNotRegular)) // ScanLedger
+}
+
+// LastLine's wait for another process's lock ends when its context does:
+// the call was cancelled, and says so, rather than ErrBusy 10 s later.
+func TestLastLineStopsWaitingWhenCancelled(t *testing.T) {
+	is := is.New(t)
+	ws, path := openLedgerWorkspace(t, []byte("one\n"))
+	holder, err := os.Open(path)
+	is.NoErr(err)
+	defer holder.Close()
+	is.NoErr(unix.Flock(int(holder.Fd()), unix.LOCK_EX))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = ws.LastLine(ctx, "ledger.jsonl")
+	is.True(errors.Is(err, context.Canceled))
 }

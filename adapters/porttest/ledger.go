@@ -1,6 +1,7 @@
 package porttest
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -20,10 +21,10 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 	t.Run("a missing or empty ledger has no last line", func(t *testing.T) {
 		is := is.New(t)
 		s := newSubject(t, map[string]string{"log/": "", "log/empty.jsonl": ""})
-		last, err := s.Ledger.LastLine("log/missing.jsonl")
+		last, err := s.Ledger.LastLine(context.Background(), "log/missing.jsonl")
 		is.NoErr(err)
 		is.Equal(last, nil) // missing
-		last, err = s.Ledger.LastLine("log/empty.jsonl")
+		last, err = s.Ledger.LastLine(context.Background(), "log/empty.jsonl")
 		is.NoErr(err)
 		is.Equal(last, nil) // empty
 		is.NoErr(s.Ledger.Append("log/empty.jsonl", wait, func(last []byte) ([]byte, error) {
@@ -59,7 +60,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		}
 		is.Equal(seen, []string{"", "one\n", "two\n"}) // each record saw the previous line, newline included
 		is.Equal(read(t, s, "ledger.jsonl"), "one\ntwo\nthree\n")
-		last, err := s.Ledger.LastLine("ledger.jsonl")
+		last, err := s.Ledger.LastLine(context.Background(), "ledger.jsonl")
 		is.NoErr(err)
 		is.Equal(string(last), "three\n")
 	})
@@ -70,7 +71,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		// scan from the start could parse it, and none is needed.
 		garbage := strings.Repeat("\x00\xff not a record ", 256<<10/16)
 		s := newSubject(t, map[string]string{"ledger.jsonl": garbage + "\nlast\n"})
-		last, err := s.Ledger.LastLine("ledger.jsonl")
+		last, err := s.Ledger.LastLine(context.Background(), "ledger.jsonl")
 		is.NoErr(err)
 		is.Equal(string(last), "last\n")
 		is.NoErr(s.Ledger.Append("ledger.jsonl", wait, func(last []byte) ([]byte, error) {
@@ -91,7 +92,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 			t.Run(tt.name, func(t *testing.T) {
 				is := is.New(t)
 				s := newSubject(t, map[string]string{"ledger.jsonl": tt.ledger})
-				last, err := s.Ledger.LastLine("ledger.jsonl")
+				last, err := s.Ledger.LastLine(context.Background(), "ledger.jsonl")
 				is.NoErr(err)
 				is.Equal(string(last), tt.last)
 				err = s.Ledger.Append("ledger.jsonl", wait, func(last []byte) ([]byte, error) {
@@ -122,7 +123,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 	t.Run("something other than a regular file is ErrNotRegular", func(t *testing.T) {
 		is := is.New(t)
 		s := newSubject(t, map[string]string{"ledger.jsonl/": "", "ledger.jsonl/inside": "x"})
-		_, err := s.Ledger.LastLine("ledger.jsonl")
+		_, err := s.Ledger.LastLine(context.Background(), "ledger.jsonl")
 		is.True(errors.Is(err, ports.ErrNotRegular)) // LastLine
 		err = s.Ledger.Append("ledger.jsonl", wait, func([]byte) ([]byte, error) {
 			t.Error("the record was built for a directory")

@@ -77,7 +77,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	// damaged ledger is answered at once even while the caller holds the
 	// input open; Serve checks it again once the request is read, which
 	// may have taken as long as the caller liked.
-	if e := s.CheckLedger(); e != nil {
+	if e := s.CheckLedger(ctx); e != nil {
 		return reply(stdout, app.Refuse(e))
 	}
 	data, short := readInput(ctx, stdin)

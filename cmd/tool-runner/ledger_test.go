@@ -1050,3 +1050,28 @@ func TestTheLedgerCommandAnswersEachOptionFault(t *testing.T) {
 		is.True(strings.Contains(string(out), "tool-runner ledger --workspace W --ledger L"))
 	})
 }
+
+// A SIGINT while the ledger's pre-check waits for another process's lock
+// cancels the call at once, as a signal before the request does: CANCELLED
+// (exit 3), nothing run, nothing written, not recorded (the ledger could
+// not be read), rather than IO_OR_NUMERIC_ERROR after the whole 10 s wait.
+// The signal may come before the wait begins or during it; either way the
+// answer is the same.
+func TestASignalDuringTheLedgerPreCheckCancelsIt(t *testing.T) {
+	is := is.New(t)
+	ws := fixture(t)
+	ledger := filepath.Join(ws, "ledger.jsonl")
+	writeFile(t, ledger, nil)
+	holder, err := os.Open(ledger)
+	is.NoErr(err)
+	defer holder.Close()
+	is.NoErr(unix.Flock(int(holder.Fd()), unix.LOCK_EX)) // another process's append, as the runner sees it
+	before := snapshotTree(t, ws)
+	p := startRunner(t, ws, "--workspace", ws, "--ledger", "ledger.jsonl")
+	time.Sleep(200 * time.Millisecond) // let it reach the wait, most likely; not needed for the answer
+	is.NoErr(p.cmd.Process.Signal(os.Interrupt))
+	o := p.finish(t)
+	is.Equal(o.exit, 3)
+	is.Equal(o.code(), "CANCELLED")
+	is.Equal(snapshotTree(t, ws), before) // nothing written, no record
+}
