@@ -286,7 +286,7 @@ func classify(s step, subject string, err error) *Error {
 		case errors.Is(err, ports.ErrNotDir), errors.Is(err, ports.ErrNameTooLong):
 			return classify(resolvingOutput, subject, err)
 		case errors.Is(err, ports.ErrOutside):
-			return fail(PathBoundary, "the output directory or its lock file resolves outside the workspace")
+			return fail(PathBoundary, "the output directory or its lock file leads out of the output directory (a symlink put there after the path was checked?); nothing was written: remove it, or choose another output directory")
 		case errors.Is(err, ports.ErrInsideEvidence):
 			return fail(PathBoundary, "the output directory %s became a run or lies inside one while this call was reading the sources; nothing was written: choose an output directory outside every run", subject)
 		case errors.Is(err, ports.ErrNoReplaceUnsupported):
