@@ -143,6 +143,11 @@ func (s *Service) commit(ctx context.Context, dir, runID, digest string, files [
 			e = fail(e.Code, "%s; cleaning up failed too, so a pending directory of this call may remain in %s", e.Message, dir)
 		}
 	}()
+	if runPath == s.ledger {
+		// SPEC §11 lets the ledger lie in O itself, where its name may be a
+		// run ID: that run would take the ledger's place.
+		return classify(writingRun, runPath, found("%s is the call ledger's path, kept for it even before its first record: use a new run ID", runPath))
+	}
 	exists, err := w.Exists(runID)
 	if err != nil {
 		return classify(writingRun, runPath, err)

@@ -138,6 +138,7 @@ func findingCodes() map[step]Code {
 		checkingLedger:    LedgerTampered,
 		appendingLedger:   IOOrNumericError, // SPEC §11: a failed append
 		resolvingOutput:   PathBoundary,
+		writingRun:        OutputCollision,
 		checkingCancel:    Cancelled,
 		comparingDigest:   StaleContext,
 		rereadingSource:   StaleContext,

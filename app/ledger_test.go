@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -257,4 +258,23 @@ func TestAPanicWhileRecordingKeepsTheCallAndItsRun(t *testing.T) {
 	is.True(strings.Contains(r.Body.Error.Message, "run r1 was committed"))
 	is.True(!strings.Contains(r.Raw, "boom"))
 	is.True(m.exists("runs/r1/result.json"))
+}
+
+// A ledger directly in the output directory is named like a run ID would
+// be (SPEC §11 allows it there): a run of that ID is refused as a
+// collision, before anything is written, whether or not the ledger exists
+// yet, so that no run is ever committed at the ledger's path.
+func TestARunNamedLikeTheLedgerCollides(t *testing.T) {
+	is := is.New(t)
+	m := newMem(t, shippedFixture(t))
+	is.NoErr(m.fs.MkdirAll(path.Join(wsRoot, "runs"), 0o755)) // the ledger's directory exists
+	digest := m.digest()
+	r := m.run(analyzeReq("calls", digest), "--workspace", wsRoot, "--output-dir", "runs", "--ledger", "runs/calls")
+	is.Equal(r.code(), "OUTPUT_COLLISION")
+	is.True(strings.Contains(r.Body.Error.Message, "call ledger's path"))
+	is.True(!m.exists("runs/calls/result.json")) // no run there
+	is.Equal(len(m.memLedger("runs/calls")), 1)  // the refusal is recorded, in the ledger
+	r = m.run(analyzeReq("calls", digest), "--workspace", wsRoot, "--output-dir", "runs", "--ledger", "runs/calls")
+	is.Equal(r.code(), "OUTPUT_COLLISION") // and again, once the ledger exists
+	is.Equal(len(m.memLedger("runs/calls")), 2)
 }
