@@ -58,7 +58,9 @@ func (s *Service) CheckLedger(ctx context.Context) *Error {
 	if rel != s.ledger {
 		return classify(resolvingLedger, "", found("the ledger now resolves elsewhere than when this process started; nothing was run: restore its directory, or start again with --ledger naming the place you mean"))
 	}
+	s.appends.RLock()
 	last, err := s.p.Ledger.LastLine(ctx, s.ledger)
+	s.appends.RUnlock()
 	if err != nil {
 		return classify(checkingLedger, "", err)
 	}

@@ -50,9 +50,11 @@ type Service struct {
 	trustedKey ed25519.PublicKey
 	// commits admits one analyze commit at a time.
 	commits chan struct{}
-	// appends admits one ledger append at a time; flock excludes the other
-	// processes.
-	appends sync.Mutex
+	// appends admits one ledger append at a time (flock excludes the other
+	// processes), and keeps the pre-checks' reads out of its way: held for
+	// reading around a pre-check, it leaves the flock contended only by
+	// other processes, so a cancelled call stops waiting only for those.
+	appends sync.RWMutex
 }
 
 // Open wires the ports for the options and checks what every call needs
