@@ -105,6 +105,9 @@ func checkRevenueAgainstApd(t *testing.T, txs []domain.Transaction) {
 		t.Fatal(err)
 	}
 	want, subtotal := apdRevenue(t, txs)
+	if len(r.Revenue.Contributions) != len(txs) {
+		t.Fatalf("%d contributions for %d rows", len(r.Revenue.Contributions), len(txs))
+	}
 	for i, c := range r.Revenue.Contributions {
 		got := ""
 		if c.NetRevenue != nil {

@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"strings"
@@ -12,8 +13,8 @@ import (
 
 // FuzzSession feeds an initialized session arbitrary lines, then ends its
 // input. Whatever arrives, the session ends (it never waits on a call it
-// took), every line it writes is one JSON-RPC 2.0 response or
-// notification, and nothing is written to the
+// took), the initialize before them is answered, every line it writes is
+// one JSON-RPC 2.0 response or notification, and nothing is written to the
 // workspace (there is no --output-dir, so no call may write).
 func FuzzSession(f *testing.F) {
 	for _, seed := range []string{
@@ -49,6 +50,7 @@ func FuzzSession(f *testing.F) {
 		case <-time.After(20 * time.Second): // a hang guard only
 			t.Fatalf("the session did not end after its input ended; input %q", input)
 		}
+		initialized := false
 		for _, l := range out {
 			var m map[string]json.RawMessage
 			if err := json.Unmarshal([]byte(l), &m); err != nil {
@@ -63,6 +65,12 @@ func FuzzSession(f *testing.F) {
 			if isResult == isError && !isNotice {
 				t.Fatalf("neither one response nor a notification: %q", l)
 			}
+			if string(m["id"]) == "1" && isResult && bytes.Contains(m["result"], []byte(`"protocolVersion"`)) {
+				initialized = true
+			}
+		}
+		if !initialized {
+			t.Fatalf("the initialize was not answered: %q", out)
 		}
 		if after := listFiles(t, w.fs); after != before {
 			t.Fatalf("the workspace changed:\nbefore %s\nafter  %s", before, after)

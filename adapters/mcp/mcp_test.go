@@ -291,7 +291,8 @@ func TestACancelledCallCommitsNothing(t *testing.T) {
 			is.Equal(records[0]["status"], "cancelled")
 			is.Equal(records[0]["code"], "CANCELLED")
 			is.Equal(records[0]["run_id"], nil)
-			exists, _ := afero.Exists(w.fs, wsRoot+"/runs/held")
+			exists, err := afero.Exists(w.fs, wsRoot+"/runs/held")
+			is.NoErr(err)
 			is.True(!exists) // nothing committed
 			is.Equal(callTool(t, cs, "verify_result", map[string]any{"run_id": "held"}).code(), "MISSING_RESULT")
 			is.Equal(len(ledgerLines(t, w)), 2)
@@ -352,7 +353,8 @@ func TestAStopCancelsTheCallsInFlight(t *testing.T) {
 	r := <-got
 	is.Equal(r.code(), "CANCELLED")
 	is.Equal(r.Status, "cancelled")
-	exists, _ := afero.Exists(w.fs, wsRoot+"/runs/stopped")
+	exists, err := afero.Exists(w.fs, wsRoot+"/runs/stopped")
+	is.NoErr(err)
 	is.True(!exists)
 }
 
@@ -401,11 +403,14 @@ func rawSession(t *testing.T, svc *app.Service, lines ...string) []string {
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
+		defer outW.Close()
 		ss, err := server.Connect(context.Background(), mcp.LineTransport(inR, outW, nil, nil), nil)
-		if err == nil {
-			_ = ss.Wait()
+		if err != nil {
+			t.Errorf("the session did not start: %v", err)
+			_ = inR.CloseWithError(err) // the writer below stops too
+			return
 		}
-		outW.Close()
+		_ = ss.Wait()
 	}()
 	go func() {
 		for _, l := range lines {

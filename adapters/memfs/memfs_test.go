@@ -40,9 +40,12 @@ type statFails struct {
 	path string
 }
 
+// errStat is the failure statFails injects.
+var errStat = errors.New("input/output error")
+
 func (s statFails) Stat(name string) (os.FileInfo, error) {
 	if name == s.path {
-		return nil, errors.New("input/output error")
+		return nil, errStat
 	}
 	return s.Fs.Stat(name)
 }
@@ -60,6 +63,6 @@ func TestAFailedStatBeforeTheCommitIsNotACollision(t *testing.T) {
 	defer w.Close()
 	is.NoErr(w.Stage([]ports.File{{Name: "result.json", Data: []byte("{}\n")}}))
 	err = w.Commit("r1")
-	is.True(err != nil)
+	is.True(errors.Is(err, errStat))          // that failure, reported
 	is.True(!errors.Is(err, ports.ErrExists)) // not OUTPUT_COLLISION
 }

@@ -95,11 +95,12 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 				last, err := s.Ledger.LastLine(context.Background(), "ledger.jsonl")
 				is.NoErr(err)
 				is.Equal(string(last), tt.last)
+				refused := errors.New("refused")
 				err = s.Ledger.Append("ledger.jsonl", wait, func(last []byte) ([]byte, error) {
 					is.Equal(string(last), tt.last) // the append sees the same line
-					return nil, errors.New("refused")
+					return nil, refused
 				})
-				is.True(err != nil)
+				is.True(errors.Is(err, refused))                // the record's own error comes back
 				is.Equal(read(t, s, "ledger.jsonl"), tt.ledger) // nothing appended
 			})
 		}

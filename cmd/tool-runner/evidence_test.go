@@ -529,6 +529,12 @@ func killAnalyzeAtAnyMoment(t *testing.T, key *testKey) {
 	t.Logf("%d attempts, delays 0..%v then %v..%v: %d killed before writing, %d killed mid-write leaving a pending directory, %d killed after the commit, %d ran to the end; %d pending directories left",
 		attempts, time.Duration(float64(full)*1.2), lo, hi, killedBefore, killedMidCommit, killedAfterCommit, finished, len(pending))
 	is.Equal(len(pending), killedMidCommit)
+	if !testing.Short() {
+		// The sweep reached both sides of the commit: kills that left
+		// nothing, and calls whose run stands.
+		is.True(killedBefore > 0)
+		is.True(killedAfterCommit+finished > 0)
+	}
 	for _, name := range pending {
 		t.Logf("left for the operator: %s holding %v", name, entriesIn(t, filepath.Join(runs, name)))
 		// A pending name is not even a valid run ID, so no call can read

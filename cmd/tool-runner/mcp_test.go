@@ -446,6 +446,7 @@ func TestMCPRefusesBrokenLinesAndGoesOn(t *testing.T) {
 		{"a duplicate key outside arguments", `{"jsonrpc":"2.0","id":14,"method":"ping","method":"ping"}`, float64(14), float64(-32600), ""},
 		{"a duplicate key in params", `{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"inspect_inputs","name":"analyze","arguments":{}}}`, float64(15), float64(-32600), ""},
 		{"an id given twice", `{"jsonrpc":"2.0","id":16,"id":17,"method":"ping"}`, nil, float64(-32600), ""},
+		{"a duplicate key, with a string id", `{"jsonrpc":"2.0","id":"s16","method":"ping","method":"ping"}`, "s16", float64(-32600), ""},
 		{"not JSON-RPC 2.0", `{"jsonrpc":"1.0","id":18,"method":"ping"}`, float64(18), float64(-32600), ""},
 		{"an unknown tool", `{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"rm_rf","arguments":{}}}`, float64(19), float64(-32602), ""},
 		{"arguments not an object", `{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"inspect_inputs","arguments":[1]}}`, float64(20), nil, "INVALID_ARGUMENTS"},
@@ -456,11 +457,22 @@ func TestMCPRefusesBrokenLinesAndGoesOn(t *testing.T) {
 		{"a boolean id", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, nil, float64(-32600), ""},
 		{"a line ending in CRLF", "{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"tools/call\",\"params\":{\"name\":\"inspect_inputs\"}}\r", float64(21), nil, ""},
 	}
+	// What the SDK would answer with the same code is told apart by the
+	// message: these are the server's own refusals.
+	says := map[string]string{
+		"a batch":      "batches are not accepted",
+		"a JSON array": "batches are not accepted",
+		"a null id":    "id must be a string or an integer",
+	}
 	for i, tt := range tests {
 		m := s.exchange(tt.line)
 		is.Equal(m["id"], tt.id) // tt.name
 		if tt.rpcCode != nil {
 			is.Equal(errorCode(m), tt.rpcCode) // tt.name
+			if want, ok := says[tt.name]; ok {
+				msg, _ := m["error"].(map[string]any)["message"].(string)
+				is.True(strings.Contains(msg, want)) // tt.name
+			}
 		} else {
 			body, isError := toolText(t, m)
 			code := ""

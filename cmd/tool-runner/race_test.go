@@ -65,7 +65,12 @@ func TestANestedOutputDirectoryNeverLandsInsideARun(t *testing.T) {
 		}
 	}
 	t.Logf("%d rounds: %v; the guard at creation fired in %d", rounds, outcomes, guardFired)
-	is.True(guardFired > 0) // the calls really overlapped at least once
+	if !testing.Short() {
+		// 200 rounds always overlap somewhere (about a quarter of them
+		// here); the 30 of -short may not, and then proved only that no
+		// run was harmed.
+		is.True(guardFired > 0) // the calls really overlapped at least once
+	}
 	// Every committed run verifies: one verify per run is a process each, so
 	// they run last, once.
 	for i := range rounds {

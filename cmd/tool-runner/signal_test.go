@@ -267,6 +267,9 @@ func TestSignalsDuringVerifyAnswerOnceAndWriteNothing(t *testing.T) {
 		}
 	}
 	t.Logf("%d attempts over a verify of %v: %v; 0 kills", attempts, took[1], counts)
+	// Signals reached running verifies (its one cancel check comes first,
+	// so most land after it, and the call still answers, once).
+	is.True(counts["verified, signalled after its check"] > 0)
 	sameTree(t, before, snapshotTree(t, ws))
 }
 
