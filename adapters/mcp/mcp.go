@@ -4,11 +4,12 @@
 //
 // It only frames. The SDK (github.com/modelcontextprotocol/go-sdk) speaks
 // the protocol: the handshake, tools/list, tools/call, cancellation. In
-// front of it sits a line transport of our own ([lineTransport]) that runs
-// the strict JSON check of SPEC §9 on every line, answers what the SDK
-// would mishandle (a NaN, a batch, a duplicate key outside the tool's
-// arguments) and keeps the session going, and holds end of input back
-// until every call is answered. The tools are registered with the SDK's
+// front of it sits a line transport of our own ([Connect]) that runs the
+// strict JSON check of SPEC §9 on every line without building a tree of it,
+// answers what the SDK would mishandle (a NaN, a batch, a duplicate key
+// outside the tool's arguments, an id the SDK would round) and keeps the
+// session going, bounds what the calls waiting for a compute slot hold,
+// and holds end of input back until every call is answered. The tools are registered with the SDK's
 // low-level Server.AddTool, so the raw bytes of params.arguments reach the
 // app, which checks them as it checks a one-shot request; their schemas are
 // derived from contracts/schemas ([Tools]).
@@ -69,7 +70,7 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		fmt.Fprintf(stderr, "%s: %v\n", app.InternalError, err)
 		return 2
 	}
-	session, err := server.Connect(context.WithoutCancel(ctx), LineTransport(stdin, stdout, ctx.Done(), unhandled(svc)), nil)
+	session, err := Connect(context.WithoutCancel(ctx), server, stdin, stdout, ctx.Done(), unhandled(svc))
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: the session could not start\n", app.InternalError)
 		return 2
@@ -115,7 +116,9 @@ func handler(svc *app.Service, tool string, stop context.Context) sdk.ToolHandle
 		if req.Params != nil {
 			raw = req.Params.Arguments
 		}
-		return toolResult(svc.Serve(ctx, app.Input{Transport: app.MCPCalls, Tool: tool, Data: raw})), nil
+		in := app.Input{Transport: app.MCPCalls, Tool: tool, Data: raw}
+		withHooks(ctx, &in)
+		return toolResult(svc.Serve(ctx, in)), nil
 	}
 }
 
