@@ -325,7 +325,7 @@ func (c *lineConn) take(l line) (jsonrpc.Message, error) {
 		toolCall: m.toolCall, tool: m.tool, arguments: m.arguments,
 		idBytes: len(idText(req.ID)), outsideHeld: m.heldBytes(), hasMeta: m.hasMeta}
 	if m.toolCall {
-		cl.held += 2 * len(m.arguments) // the line's and the SDK's copies
+		cl.held += len(m.arguments) // the line, until admitted
 	}
 	req.Extra = cl.extra
 	c.mu.Lock()
@@ -376,15 +376,21 @@ func (c *lineConn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
+		arguments := cl.arguments
+		if len(arguments) <= 4*app.RequestLimitChars {
+			// Its own copy, so the line can go; longer arguments are
+			// refused (REQUEST_LIMIT) without waiting.
+			arguments = append([]byte(nil), arguments...)
+		}
 		c.mu.Lock()
-		cl.req.Params = nil // the line itself
-		held := callBytes + len(cl.arguments) + cl.idBytes
+		cl.req.Params = nil // the SDK's copy of the params
+		held := callBytes + len(arguments) + cl.idBytes
 		if cl.hasMeta { // the SDK keeps a 2026-07-28 call's decoded capabilities
 			held += cl.outsideHeld
 		}
 		c.held += held - cl.held
 		cl.held = held
-		cl.arguments = nil // the SDK's own copy goes on to the handler
+		cl.arguments = arguments
 		cl.admitted, cl.cancel = true, cancel
 		cancelled := cl.cancelled
 		c.mu.Unlock()
@@ -401,18 +407,21 @@ func (c *lineConn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 // over the line transport.
 type hooksKey struct{}
 
-// withHooks sets in's hooks for the call the handler of ctx serves, when it
-// serves one over the line transport.
+// withHooks sets in's arguments and hooks for the call the handler of ctx
+// serves, when it serves one over the line transport.
 func withHooks(ctx context.Context, in *app.Input) {
 	if hooks, ok := ctx.Value(hooksKey{}).(func(*app.Input)); ok {
 		hooks(in)
 	}
 }
 
-// serving sets in's hooks for the call cl: the connection reads its next
-// line once the call has its place, and gives its compute slot back once
-// its answer is written.
+// serving sets in's arguments and hooks for the call cl: the arguments as
+// they arrived; the connection reads its next line once the call has its
+// place, and gives its compute slot back once its answer is written.
 func (c *lineConn) serving(cl *call, in *app.Input) {
+	c.mu.Lock()
+	in.Data, cl.arguments = cl.arguments, nil
+	c.mu.Unlock()
 	in.Arrived = func() {
 		c.mu.Lock()
 		if c.alone == cl {

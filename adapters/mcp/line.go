@@ -47,8 +47,7 @@ type message struct {
 	// decoded 2026-07-28 capabilities until it answers.
 	hasMeta bool
 	// For a tools/call: the tool's name and the raw bytes of
-	// params.arguments (nil when absent), as the SDK hands them to the
-	// tool's handler.
+	// params.arguments (nil when absent), which the SDK does not get.
 	toolCall  bool
 	tool      string
 	arguments []byte
@@ -64,10 +63,8 @@ func (m *message) heldBytes() int {
 
 // scanned is what the first pass learned of a line.
 type scanned struct {
-	values           int // values outside params.arguments
-	argStart, argEnd int // the span of params.arguments; argEnd 0 when absent
-	paramsStart      int // the span of params, when it is an object
-	paramsEnd        int
+	values           int            // values outside params.arguments
+	argStart, argEnd int            // the span of params.arguments; argEnd 0 when absent
 	ids              int            // how many "id" members the message has
 	id               jsontext.Value // the last of them
 	method           string         // the method, when it is a string
@@ -150,11 +147,12 @@ func decodeLine(l line) (*message, []byte) {
 			m.cancels, _ = jsonrpc.MakeID(idValue(s.requestID))
 		}
 	case req.Method == "tools/call":
+		// The SDK gets the params with arguments {}: it never reads a raw
+		// tool's arguments, only copies them, twice for a 16 MiB line. The
+		// arguments go to the tool's handler from here (withHooks), the
+		// bytes as they arrived: the tool's input, and the ledger's.
 		m.toolCall, m.tool = true, s.name
 		if s.argEnd > 0 {
-			// The tool's arguments go to the SDK as they arrived: their
-			// bytes are the tool's input, and the ledger's.
-			req.Params = json.RawMessage(data[s.paramsStart:s.paramsEnd])
 			m.arguments = data[s.argStart:s.argEnd]
 		}
 	}
@@ -195,11 +193,9 @@ func (s *scanned) scan() (object bool, err error) {
 		s.values++
 		switch key := name.String(); {
 		case key == "params" && s.dec.PeekKind() == '{':
-			s.paramsStart = s.valueStart()
 			if err := s.params(); err != nil {
 				return false, err
 			}
-			s.paramsEnd = int(s.dec.InputOffset())
 		case key == "id" || key == "method":
 			v, err := s.dec.ReadValue()
 			if err != nil {

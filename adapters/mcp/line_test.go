@@ -94,7 +94,7 @@ func TestWhatTheSDKGetsOfALine(t *testing.T) {
 	req := m.msg.(*jsonrpc.Request)
 	is.Equal(req.ID.Raw(), int64(9007199254740991))
 	is.Equal(string(m.arguments), `{"x" : [1, 2]}`)
-	is.Equal(string(req.Params), `{"name":"inspect_inputs","arguments":{"x" : [1, 2]},"_meta":{"k":[1]}}`)
+	is.Equal(string(req.Params), `{"name":"inspect_inputs","arguments":{},"_meta":{"k":[1]}}`) // the tool gets the arguments from the connection
 	is.True(m.toolCall && m.hasMeta)
 	is.Equal(m.tool, "inspect_inputs")
 
