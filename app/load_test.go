@@ -188,10 +188,14 @@ func TestAWaitingCallCancelledAnswersAtOnceWithoutComputing(t *testing.T) {
 		c := start(svc, 100, tool, args)
 		c.cancel()
 		code, message := codeOf(t, <-c.answer)
-		is.Equal(code, "CANCELLED")                                            // tool
-		is.True(strings.Contains(message, "while waiting for a compute slot")) // it never started
+		is.Equal(code, "CANCELLED")                                      // tool
+		is.True(strings.Contains(message, "(checked while waiting for")) // it never started: an analyze may be cancelled at its commit turn
 	}
 	is.Equal(sources.reads.Load(), int64(0)) // nothing was read: the busy calls are held before work, the others never started
+	marker.mu.Lock()
+	_, reached := marker.gates[100]
+	marker.mu.Unlock()
+	is.True(!reached) // no cancelled call reached its first cancel check
 	for n, c := range busy {
 		marker.let(n)
 		code, _ := codeOf(t, <-c.answer)
