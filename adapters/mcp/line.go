@@ -67,7 +67,6 @@ type scanned struct {
 	argStart, argEnd int            // the span of params.arguments; argEnd 0 when absent
 	ids              int            // how many "id" members the message has
 	id               jsontext.Value // the last of them
-	method           string         // the method, when it is a string
 	name             string         // params.name, when it is a string
 	requestID        jsontext.Value // params.requestId
 	hasMeta          bool
@@ -196,18 +195,14 @@ func (s *scanned) scan() (object bool, err error) {
 			if err := s.params(); err != nil {
 				return false, err
 			}
-		case key == "id" || key == "method":
+		case key == "id":
 			v, err := s.dec.ReadValue()
 			if err != nil {
 				return false, err
 			}
 			s.count(v)
-			if key == "id" {
-				s.ids++
-				s.id = v.Clone()
-			} else if v.Kind() == '"' {
-				s.method = unquote(v)
-			}
+			s.ids++
+			s.id = v.Clone()
 		default:
 			if err := s.skip(); err != nil {
 				return false, err
