@@ -228,38 +228,28 @@ func readLine(r *bufio.Reader) line {
 // been answered, then reports io.EOF.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
-		if err := c.wait(ctx); err != nil {
-			return nil, err
-		}
-		if !c.reading {
-			select {
-			case c.want <- struct{}{}:
-				c.reading = true
-			case <-c.stop:
-				return nil, c.drain()
-			case <-c.closed:
-				return nil, io.EOF
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
 		select {
 		case <-c.stop: // a stop takes no more calls, even one already read
 			return nil, c.drain()
 		default:
 		}
+		if err := c.wait(ctx); err != nil {
+			return nil, err
+		}
+		want := c.want
+		if c.reading {
+			want = nil // a line is asked for: this case is never taken
+		}
 		select {
+		case want <- struct{}{}:
+			c.reading = true
 		case l := <-c.lines:
 			c.reading = false
 			if l.err != nil {
 				return nil, c.drain()
 			}
-			msg, err := c.take(l)
-			if err != nil {
-				return nil, err
-			}
-			if msg != nil {
-				return msg, nil
+			if msg, err := c.take(l); msg != nil || err != nil {
+				return msg, err
 			}
 		case <-c.stop:
 			return nil, c.drain()

@@ -53,21 +53,8 @@ type loadAnswer struct {
 func startLoadServer(t *testing.T, ws string, env []string, args ...string) *loadServer {
 	t.Helper()
 	s := &loadServer{t: t, out: make(chan loadAnswer, 16)}
-	s.cmd = exec.Command(runnerPath(t), append([]string{"mcp", "--workspace", ws}, args...)...)
-	s.cmd.Dir = ws
-	s.cmd.Env = append(os.Environ(), env...)
-	s.cmd.Stderr = &s.stderr
-	var err error
-	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	out, err := s.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	var out io.Reader
+	s.cmd, s.stdin, out = startMCP(t, ws, env, &s.stderr, args...)
 	go func() {
 		defer close(s.out)
 		r := bufio.NewReaderSize(out, 1<<20)
@@ -81,13 +68,36 @@ func startLoadServer(t *testing.T, ws string, env []string, args ...string) *loa
 			}
 		}
 	}()
+	return s
+}
+
+// startMCP starts "tool-runner mcp --workspace ws args..." in ws, with env
+// added to the environment and stderr collected, over pipes; the test
+// kills it at cleanup if it still runs.
+func startMCP(t *testing.T, ws string, env []string, stderr io.Writer, args ...string) (*exec.Cmd, io.WriteCloser, io.Reader) {
+	t.Helper()
+	cmd := exec.Command(runnerPath(t), append([]string{"mcp", "--workspace", ws}, args...)...)
+	cmd.Dir = ws
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		if s.cmd.ProcessState == nil {
-			_ = s.cmd.Process.Kill()
-			_ = s.cmd.Wait()
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 		}
 	})
-	return s
+	return cmd, stdin, out
 }
 
 // reduce decodes what the tests look at in one line.
@@ -133,9 +143,15 @@ func reduce(l []byte) loadAnswer {
 
 func (s *loadServer) send(lines ...string) {
 	s.t.Helper()
+	sendLines(s.t, s.stdin, lines...)
+}
+
+// sendLines writes each line and its newline to a server's input.
+func sendLines(t *testing.T, stdin io.Writer, lines ...string) {
+	t.Helper()
 	for _, l := range lines {
-		if _, err := io.WriteString(s.stdin, l+"\n"); err != nil {
-			s.t.Fatal(err)
+		if _, err := io.WriteString(stdin, l+"\n"); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -183,15 +199,22 @@ func (s *loadServer) finish() ([]loadAnswer, int) {
 	for a := range s.out {
 		rest = append(rest, a)
 	}
-	err := s.cmd.Wait()
+	return rest, waitMCP(s.t, s.cmd, &s.stderr)
+}
+
+// waitMCP waits for a server started by startMCP to exit and returns its
+// exit status; the test fails if it wrote to stderr.
+func waitMCP(t *testing.T, cmd *exec.Cmd, stderr *bytes.Buffer) int {
+	t.Helper()
+	err := cmd.Wait()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	}
-	if s.stderr.Len() > 0 {
-		s.t.Errorf("stderr: %q", s.stderr.String())
+	if stderr.Len() > 0 {
+		t.Errorf("stderr: %q", stderr.String())
 	}
-	return rest, code
+	return code
 }
 
 func toolLine(id, tool, arguments string) string {
