@@ -72,10 +72,12 @@ func (t *lineTransport) Connect(context.Context) (sdk.Connection, error) {
 // MaxHeldBytes it reads no further line. A tools/call is handed over alone:
 // the next line is read once the call has taken its place in the service's
 // lines (app.Input.Arrived) or was answered, so the calls wait in the order
-// they arrived. Once the SDK has decoded a tools/call and the middleware
-// admits it to its handler, the call drops its line: the SDK's copy of its
-// params, its _meta, what the SDK decoded of them, and its count shrinks to
-// its arguments. A notifications/cancelled for a call in flight cancels it
+// they arrived. A tools/call reaches the SDK with arguments {} (the SDK
+// only copies a raw tool's arguments); the arguments go to the handler
+// from here, as they arrived. Once the SDK has decoded the call and the
+// middleware admits it to its handler, the call drops its line: the line,
+// the SDK's copy of its params, its _meta and what the SDK decoded of it;
+// its count shrinks to its arguments. A notifications/cancelled for a call in flight cancels it
 // here, before the next line is read, so that a call waiting for a compute
 // slot answers CANCELLED at once; the SDK gets the notification too. The
 // compute slot of a call is given back once its answer is written

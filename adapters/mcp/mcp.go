@@ -8,11 +8,12 @@
 // strict JSON check of SPEC §9 on every line without building a tree of it,
 // answers what the SDK would mishandle (a NaN, a batch, a duplicate key
 // outside the tool's arguments, an id the SDK would round) and keeps the
-// session going, bounds what the calls waiting for a compute slot hold,
-// and holds end of input back until every call is answered. The tools are registered with the SDK's
-// low-level Server.AddTool, so the raw bytes of params.arguments reach the
-// app, which checks them as it checks a one-shot request; their schemas are
-// derived from contracts/schemas ([Tools]).
+// session going, bounds what the calls in flight hold (SPEC §9, Load), and
+// holds end of input back until every call is answered. The tools are
+// registered with the SDK's low-level Server.AddTool, and the raw bytes of
+// params.arguments reach the app, which checks them as it checks a
+// one-shot request; their schemas are derived from contracts/schemas
+// ([Tools]).
 package mcp
 
 import (
@@ -117,7 +118,7 @@ func handler(svc *app.Service, tool string, stop context.Context) sdk.ToolHandle
 			raw = req.Params.Arguments
 		}
 		in := app.Input{Transport: app.MCPCalls, Tool: tool, Data: raw}
-		withHooks(ctx, &in)
+		withHooks(ctx, &in) // over the line transport, the arguments come from it
 		return toolResult(svc.Serve(ctx, in)), nil
 	}
 }
