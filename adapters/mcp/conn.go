@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,9 +76,9 @@ func (t *lineTransport) Connect(context.Context) (sdk.Connection, error) {
 // they arrived. A tools/call reaches the SDK with arguments {} (the SDK
 // only copies a raw tool's arguments); the arguments go to the handler
 // from here, as they arrived. Once the SDK has decoded the call and the
-// middleware admits it to its handler, the call drops its line: the line,
-// the SDK's copy of its params, its _meta and what the SDK decoded of it;
-// its count shrinks to its arguments. A notifications/cancelled for a call in flight cancels it
+// middleware admits it to its handler, the call drops what it held of its
+// line: the SDK's copy of its params, its _meta and what the SDK decoded
+// of it; its count shrinks to its arguments. A notifications/cancelled for a call in flight cancels it
 // here, before the next line is read, so that a call waiting for a compute
 // slot answers CANCELLED at once; the SDK gets the notification too. The
 // compute slot of a call is given back once its answer is written
@@ -139,7 +140,7 @@ var _ sdk.Connection = (*lineConn)(nil)
 
 func newLineConn(in io.Reader, out io.Writer, stop <-chan struct{}, unhandled Unhandled) *lineConn {
 	c := &lineConn{
-		in: bufio.NewReaderSize(in, 64<<10), out: out, stop: stop, unhandled: unhandled,
+		in: bufio.NewReaderSize(in, MaxLineBytes+2), out: out, stop: stop, unhandled: unhandled,
 		want: make(chan struct{}), lines: make(chan line), changed: make(chan struct{}, 1),
 		inFlight: map[jsonrpc.ID]*call{}, byExtra: map[*sdk.RequestExtra]*call{}, closed: make(chan struct{}),
 	}
@@ -148,8 +149,11 @@ func newLineConn(in io.Reader, out io.Writer, stop <-chan struct{}, unhandled Un
 }
 
 // readLines reads one line each time Read asks for one, until the end of
-// input or the connection closes. It reads nothing ahead: what the server
-// has not asked for stays in the pipe.
+// input or the connection closes. It reads nothing ahead of what the pipe
+// already holds, and a line it hands over stays valid until Read asks for
+// the next one: the lines are read into one buffer of MaxLineBytes (its
+// pages are only touched as far as the longest line), never copied whole,
+// so a 16 MiB line costs 16 MiB once, not again for every line.
 func (c *lineConn) readLines() {
 	for {
 		select {
@@ -169,39 +173,15 @@ func (c *lineConn) readLines() {
 	}
 }
 
-// readLine reads one line into a slice of its own size. A line longer than
-// MaxLineBytes is skipped to its end and reported as too long. A broken
-// input ends the session like its end.
+// readLine reads one line, a slice of r's buffer, valid until the next
+// read. A line longer than MaxLineBytes is skipped to its end and reported
+// as too long. A broken input ends the session like its end.
 func readLine(r *bufio.Reader) line {
-	var chunks [][]byte
-	size := 0
+	data, err := r.ReadSlice('\n')
 	tooLong := false
-	var err error
-	for {
-		var chunk []byte
-		chunk, err = r.ReadSlice('\n')
-		if !tooLong {
-			if size+len(chunk) > MaxLineBytes+2 { // never more than the bound and a CRLF
-				tooLong, chunks = true, nil
-			} else {
-				chunks = append(chunks, append([]byte(nil), chunk...))
-				size += len(chunk)
-			}
-		}
-		if err != bufio.ErrBufferFull {
-			break
-		}
-	}
-	var data []byte
-	switch len(chunks) {
-	case 0:
-	case 1:
-		data = chunks[0]
-	default:
-		data = make([]byte, 0, size)
-		for _, chunk := range chunks {
-			data = append(data, chunk...)
-		}
+	for err == bufio.ErrBufferFull { // longer than the bound and a CRLF
+		tooLong, data = true, nil
+		_, err = r.ReadSlice('\n')
 	}
 	// The bound is on the line itself, its LF or CRLF aside.
 	content := len(data)
@@ -316,10 +296,10 @@ func (c *lineConn) take(l line) (jsonrpc.Message, error) {
 		return req, nil
 	}
 	cl := &call{req: req, extra: &sdk.RequestExtra{}, held: callBytes + m.heldBytes(),
-		toolCall: m.toolCall, tool: m.tool, arguments: m.arguments,
+		toolCall: m.toolCall, tool: m.tool, arguments: bytes.Clone(m.arguments), // the line is the reader's
 		idBytes: len(idText(req.ID)), outsideHeld: m.heldBytes(), hasMeta: m.hasMeta}
 	if m.toolCall {
-		cl.held += len(m.arguments) // the line, until admitted
+		cl.held += len(m.arguments) // its own copy of its arguments
 	}
 	req.Extra = cl.extra
 	c.mu.Lock()
@@ -370,13 +350,8 @@ func (c *lineConn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		arguments := cl.arguments
-		if len(arguments) <= 4*app.RequestLimitChars {
-			// Its own copy, so the line can go; longer arguments are
-			// refused (REQUEST_LIMIT) without waiting.
-			arguments = append([]byte(nil), arguments...)
-		}
 		c.mu.Lock()
+		arguments := cl.arguments
 		cl.req.Params = nil // the SDK's copy of the params
 		held := callBytes + len(arguments) + cl.idBytes
 		if cl.hasMeta { // the SDK keeps a 2026-07-28 call's decoded capabilities

@@ -47,7 +47,8 @@ type message struct {
 	// decoded 2026-07-28 capabilities until it answers.
 	hasMeta bool
 	// For a tools/call: the tool's name and the raw bytes of
-	// params.arguments (nil when absent), which the SDK does not get.
+	// params.arguments (nil when absent), which the SDK does not get: a
+	// slice of the line.
 	toolCall  bool
 	tool      string
 	arguments []byte
