@@ -98,21 +98,22 @@ func (a *audit) recompute() {
 
 // verify re-reads the run O/runID, checks every byte and binding against
 // the current sources and engine, recomputes the result, and names the
-// first fault. It writes nothing.
-func (s *Service) verify(ctx context.Context, runID string) (VerifyResult, *Error) {
+// first fault. It writes nothing. resultSize is the length of the run's
+// result.json.
+func (s *Service) verify(ctx context.Context, runID string) (_ VerifyResult, resultSize int, _ *Error) {
 	if e := s.checkCancel(ctx, "before work"); e != nil {
-		return VerifyResult{}, e
+		return VerifyResult{}, 0, e
 	}
 	out, e := s.outputLocation(false)
 	if e != nil {
-		return VerifyResult{}, e
+		return VerifyResult{}, 0, e
 	}
 	a := &audit{s: s, runID: runID}
 	if out.Exists {
 		var err error
 		a.run, err = s.p.Evidence.ReadRun(out.Rel, runID, savedFiles(), MaxSavedBytes)
 		if err != nil {
-			return VerifyResult{}, classify(readingRun, runID, err)
+			return VerifyResult{}, 0, classify(readingRun, runID, err)
 		}
 	}
 	var done []string
@@ -121,7 +122,7 @@ func (s *Service) verify(ctx context.Context, runID string) (VerifyResult, *Erro
 			continue
 		}
 		if err := c.run(a); err != nil {
-			return VerifyResult{}, classify(c.step, runID, err)
+			return VerifyResult{}, 0, classify(c.step, runID, err)
 		}
 		done = append(done, c.name)
 	}
@@ -132,7 +133,7 @@ func (s *Service) verify(ctx context.Context, runID string) (VerifyResult, *Erro
 		ReleaseEligible: a.parsedResult.Release.Eligible,
 		HumanApproval:   domain.HumanApprovalNone,
 		Checks:          done,
-	}, nil
+	}, len(a.result), nil
 }
 
 // present: the run exists and none of its three files is missing.
