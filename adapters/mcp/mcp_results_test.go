@@ -305,9 +305,10 @@ func combinatorsIn(v any) []string {
 	return found
 }
 
-// The served outputSchema holds the options in force: with --list-limit 2
-// an analyze answer on the fixture validates, and the same answer with a
-// third contribution put back, or without truncated, does not.
+// The served outputSchema holds the options in force: the answers of
+// every K validate against the schema of that K; with --list-limit 2 the
+// analyze answer with a third contribution put back, or without
+// truncated, does not.
 func TestTheOutputSchemaStatesKAndTruncated(t *testing.T) {
 	is := is.New(t)
 	w := newWorld(t)
@@ -315,10 +316,24 @@ func TestTheOutputSchemaStatesKAndTruncated(t *testing.T) {
 	is.NoErr(err)
 	schemas := compileOutputSchemas(t, tools)
 	cs := session(t, w.service("--output-dir", "runs", "--list-limit", "2"), context.Background())
-	for _, k := range []int{0, 2, 1000} {
+	for _, k := range []int{0, 1, 2, 1000} { // the answers of every K validate against its schema
 		tools, err := mcp.Tools(k)
 		is.NoErr(err)
-		compileOutputSchemas(t, tools) // every K gives a schema that compiles
+		own := compileOutputSchemas(t, tools)
+		kcs := session(t, newWorld(t).service("--output-dir", "runs", "--list-limit", fmt.Sprint(k)), context.Background())
+		for _, c := range []struct {
+			tool string
+			args map[string]any
+		}{
+			{"inspect_inputs", nil},
+			{"analyze", map[string]any{"expected_source_digest": digestOf(t, kcs), "run_id": "r"}},
+			{"verify_result", map[string]any{"run_id": "r"}},
+			{"analyze", map[string]any{"expected_source_digest": digestOf(t, kcs), "run_id": "r"}},
+		} {
+			res, err := kcs.CallTool(context.Background(), &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
+			is.NoErr(err)
+			is.NoErr(validate(own[c.tool], res.Content[0].(*sdk.TextContent).Text)) // K, tool
+		}
 	}
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "analyze", Arguments: map[string]any{"expected_source_digest": digestOf(t, cs), "run_id": "k2"}})
 	is.NoErr(err)

@@ -213,7 +213,8 @@ func flatten(v any) (any, error) {
 // and result its result schema or null, so error results conform too; the
 // lists an MCP answer cuts hold at most listLimit items, and the object
 // has the tenth key "truncated". Of the response schema's conditions, the
-// ones about other tools are dropped.
+// ones about other tools are dropped, and the one about this tool leaves
+// the result to properties.result.
 func (docs schemas) outputSchema(tool string, listLimit int) (json.RawMessage, error) {
 	response, err := docs.load("response")
 	if err != nil {
@@ -227,9 +228,23 @@ func (docs schemas) outputSchema(tool string, listLimit int) (json.RawMessage, e
 	if conditions, ok := obj["allOf"].([]any); ok {
 		var kept []any
 		for _, c := range conditions {
-			if about, ok := conditionTool(c); !ok || about == tool {
+			about, ok := conditionTool(c)
+			if !ok {
 				kept = append(kept, c)
+				continue
 			}
+			if about != tool {
+				continue
+			}
+			// Its result schema is the one properties.result holds below,
+			// with the lists' limits stated once.
+			then, _ := c.(map[string]any)["then"].(map[string]any)
+			thenProps, _ := then["properties"].(map[string]any)
+			if thenProps["result"] == nil {
+				return nil, fmt.Errorf("the response schema's condition about %s says nothing of its result", tool)
+			}
+			delete(thenProps, "result")
+			kept = append(kept, c)
 		}
 		obj["allOf"] = kept
 	}
