@@ -41,7 +41,7 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string, enc
 	if err != nil {
 		return committedRun{}, classify(readingSource, fileOf(err), err)
 	}
-	_, result, err := compute(snap)
+	_, result, err := s.compute(snap)
 	if err != nil {
 		return committedRun{}, classify(readingSource, "", err)
 	}
@@ -96,8 +96,7 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string, enc
 func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) ([]ports.File, string, *Error) {
 	// result.json first: it does not need the engine, whose hash may still
 	// be running on another core.
-	resultBytes := encodeResult(&result, resultSizeHint(&result, true))
-	resultSum := domain.SHA256Hex(resultBytes)
+	resultBytes, resultSum := s.savedResult(snap, &result, resultSizeHint(&result, true))
 	engine, err := s.p.Engine.Identity()
 	if err != nil {
 		return nil, "", classify(identifyingEngine, "", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/metricproof/metricproof/ports"
 )
@@ -55,6 +56,8 @@ type Service struct {
 	// reading around a pre-check, it leaves the flock contended only by
 	// other processes, so a cancelled call stops waiting only for those.
 	appends sync.RWMutex
+	// memo is the last computation from sources read (memo.go).
+	memo atomic.Pointer[memo]
 }
 
 // Open wires the ports for the options and checks what every call needs
