@@ -202,3 +202,26 @@ func TestEveryListLimitServesItsOwnSchemaAndAnswers(t *testing.T) {
 		})
 	}
 }
+
+// The 2026-07-28 revision has no handshake: each request carries the
+// protocol version and the client's capabilities in _meta. Resources are
+// answered under it as under the handshake, the not-found error included.
+func TestResourcesAnswerStatelessRequests(t *testing.T) {
+	is := is.New(t)
+	ws := fixture(t)
+	analyze(t, ws, "runs", "r1")
+	s := startRawServer(t, ws, "--output-dir", "runs")
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+	read := s.exchange(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"metricproof://runs/r1/result.json",` + meta + `}}`)
+	contents := read["result"].(map[string]any)["contents"].([]any)
+	is.Equal(contents[0].(map[string]any)["text"], string(readRunFile(t, ws, "r1", "result.json"))) // exact bytes
+	list := s.exchange(`{"jsonrpc":"2.0","id":2,"method":"resources/list","params":{` + meta + `}}`)
+	resources := list["result"].(map[string]any)["resources"].([]any)
+	is.Equal(len(resources), 1)
+	is.Equal(resources[0].(map[string]any)["uri"], "metricproof://runs/r1/result.json")
+	missing := s.exchange(`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"metricproof://runs/r2/result.json",` + meta + `}}`)
+	is.Equal(errorCode(missing), float64(-32602))
+	is.Equal(missing["error"].(map[string]any)["data"], map[string]any{"uri": "metricproof://runs/r2/result.json"})
+	_, exit := s.finish()
+	is.Equal(exit, 0)
+}
