@@ -47,7 +47,7 @@ func (s *Service) ReadRunFile(ctx context.Context, runID, name string) ([]byte, 
 	}
 	switch {
 	case !domain.ValidID(runID):
-		return nil, fail(MissingResult, "the run ID is not one: %s", idRule)
+		return nil, fail(MissingResult, "a run ID is %s", idRule)
 	case !slices.Contains(RunFileNames(), name):
 		return nil, fail(MissingResult, "a run holds only %s", strings.Join(RunFileNames(), ", "))
 	case s.opts.OutputDir == "":

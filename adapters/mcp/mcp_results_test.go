@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -454,6 +455,55 @@ func (w *world) tree(t *testing.T) map[string]string {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// The served schemas keep to what a host's draft-07 validator knows (the
+// keywords contracts' own check allows, and propertyNames for truncated's
+// pointers), at every K.
+func TestTheServedSchemasUseOnlyDraft07Keywords(t *testing.T) {
+	allowed := []string{"type", "properties", "required", "additionalProperties", "items", "enum", "const",
+		"pattern", "minimum", "maximum", "minItems", "maxItems", "minLength", "maxLength", "uniqueItems",
+		"anyOf", "oneOf", "allOf", "not", "if", "then", "else", "title", "description", "propertyNames"}
+	for _, k := range []int{0, 10, 1000} {
+		tools, err := mcp.Tools(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range tools {
+			for kind, s := range map[string]any{"input": tool.InputSchema, "output": tool.OutputSchema} {
+				data, _ := json.Marshal(s)
+				var schema any
+				if err := json.Unmarshal(data, &schema); err != nil {
+					t.Fatal(err)
+				}
+				for _, kw := range keywordsIn(schema, false) {
+					if !slices.Contains(allowed, kw) {
+						t.Errorf("K=%d %s %sSchema uses %q", k, tool.Name, kind, kw)
+					}
+				}
+			}
+		}
+	}
+}
+
+// keywordsIn lists the keywords of a schema and its subschemas; the names
+// under "properties" are property names, not keywords.
+func keywordsIn(v any, names bool) []string {
+	var out []string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if !names {
+				out = append(out, k)
+			}
+			out = append(out, keywordsIn(x, k == "properties" && !names)...)
+		}
+	case []any:
+		for _, x := range v {
+			out = append(out, keywordsIn(x, false)...)
+		}
 	}
 	return out
 }
