@@ -19,13 +19,17 @@ type committedRun struct {
 	resultJSON   []byte
 	artifacts    Artifacts
 	resultSHA256 string
+	// files are the run's files, in the order written.
+	files []RunFile
 }
 
 // analyze computes the result over sources whose digest must equal
 // expectedDigest and commits it, with its receipt and checksums (and its
 // attestation when a signing key is given), as the run directory
-// O/runID: all files or nothing, never over existing evidence.
-func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (committedRun, *Error) {
+// O/runID: all files or nothing, never over existing evidence. With
+// encodeCompact, the result's compact JSON is encoded for the response
+// while the commit waits on its fsyncs.
+func (s *Service) analyze(ctx context.Context, runID, expectedDigest string, encodeCompact bool) (committedRun, *Error) {
 	if e := s.checkCancel(ctx, "before work"); e != nil {
 		return committedRun{}, e
 	}
@@ -37,7 +41,7 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 	if err != nil {
 		return committedRun{}, classify(readingSource, fileOf(err), err)
 	}
-	_, result, err := compute(snap)
+	_, result, err := s.compute(snap)
 	if err != nil {
 		return committedRun{}, classify(readingSource, "", err)
 	}
@@ -54,16 +58,20 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 	// The response's copy of the result is encoded while the commit waits
 	// on its fsyncs.
 	compact := make(chan []byte, 1)
-	go func() {
-		defer func() {
-			if recover() != nil {
-				compact <- nil // the answer encodes it again, and meets the panic there
-			}
+	if !encodeCompact {
+		compact <- nil
+	} else {
+		go func() {
+			defer func() {
+				if recover() != nil {
+					compact <- nil // the answer encodes it again, and meets the panic there
+				}
+			}()
+			w := jsonOut{b: make([]byte, 0, resultSizeHint(&result, false))}
+			w.result(&result)
+			compact <- w.b
 		}()
-		w := jsonOut{b: make([]byte, 0, resultSizeHint(&result, false))}
-		w.result(&result)
-		compact <- w.b
-	}()
+	}
 	if e := s.commit(ctx, out.Rel, runID, snap.digest(), files); e != nil {
 		return committedRun{}, e
 	}
@@ -76,6 +84,9 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 	if s.signingKey != nil {
 		run.artifacts.Attestation = path.Join(dir, AttestationFile)
 	}
+	for _, f := range files {
+		run.files = append(run.files, RunFile{RunID: runID, Name: f.Name, Size: len(f.Data)})
+	}
 	return run, nil
 }
 
@@ -85,8 +96,7 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) ([]ports.File, string, *Error) {
 	// result.json first: it does not need the engine, whose hash may still
 	// be running on another core.
-	resultBytes := encodeResult(&result, resultSizeHint(&result, true))
-	resultSum := domain.SHA256Hex(resultBytes)
+	resultBytes, resultSum := s.savedResult(snap, &result, resultSizeHint(&result, true))
 	engine, err := s.p.Engine.Identity()
 	if err != nil {
 		return nil, "", classify(identifyingEngine, "", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/metricproof/metricproof/ports"
 )
@@ -55,6 +56,8 @@ type Service struct {
 	// reading around a pre-check, it leaves the flock contended only by
 	// other processes, so a cancelled call stops waiting only for those.
 	appends sync.RWMutex
+	// memo is the last computation from sources read (memo.go).
+	memo atomic.Pointer[memo]
 }
 
 // Open wires the ports for the options and checks what every call needs
@@ -175,6 +178,7 @@ func (s *Service) decide(ctx context.Context, in Input) (o outcome, recordable b
 	}()
 	if in.Transport == MCPCalls {
 		c = mcpCall(in.Tool, in.Data, s.newCallID)
+		c.mcp, c.listLimit = true, s.opts.ListLimit
 	}
 	if e := s.CheckLedger(ctx); e != nil {
 		return refused(c, e), false
@@ -223,10 +227,16 @@ func (s *Service) run(ctx context.Context, c call) outcome {
 		o.result, o.err = s.inspect(ctx)
 	case ToolAnalyze:
 		var run committedRun
-		run, o.err = s.analyze(ctx, c.id, c.digest)
+		// Over MCP the answer holds only the first K of each list: the
+		// whole result is not encoded ahead for it.
+		run, o.err = s.analyze(ctx, c.id, c.digest, !c.mcp)
 		o.result, o.resultJSON, o.artifacts, o.committed, o.resultSHA256 = run.result, run.resultJSON, run.artifacts, run.id, run.resultSHA256
+		o.files = run.files
 	case ToolVerify:
-		o.result, o.err = s.verify(ctx, c.runID)
+		var v VerifyResult
+		var resultSize int
+		v, resultSize, o.err = s.verify(ctx, c.runID)
+		o.result, o.files = v, []RunFile{{RunID: c.runID, Name: ResultFile, Size: resultSize}}
 	}
 	if o.err != nil {
 		return refused(c, o.err)
@@ -256,3 +266,7 @@ func (s *Service) checkCancel(ctx context.Context, point string) *Error {
 
 // newCallID assigns a call ID from the clock.
 func (s *Service) newCallID() string { return callID(s.p.Clock.Now()) }
+
+// ListLimit is K of SPEC §9, the length the MCP answers cut their lists
+// to, for the options in force.
+func (s *Service) ListLimit() int { return s.opts.ListLimit }

@@ -145,6 +145,19 @@ type EvidenceStore interface {
 	// ReadRun reads the named files of run directory dir/runID without
 	// writing anything; see SavedRun.
 	ReadRun(dir, runID string, names []string, limitBytes int64) (SavedRun, error)
+	// ListRuns lists, without writing anything, the entries of dir that
+	// are directories (not symlinks to one) holding a regular file
+	// ResultFile (not a symlink), in no particular order, each with the
+	// size of that file. A dir that does not exist lists nothing.
+	ListRuns(dir string) ([]ListedRun, error)
+}
+
+// ListedRun is one entry ListRuns found.
+type ListedRun struct {
+	// Name is the entry's name in the output directory.
+	Name string
+	// ResultBytes is the size of its ResultFile.
+	ResultBytes int64
 }
 
 // EvidenceWriter is one writer's hold on an output directory. Only the

@@ -328,3 +328,25 @@ func (w *Workspace) ReadRun(dir, runID string, names []string, limitBytes int64)
 	}
 	return run, nil
 }
+
+// ListRuns implements ports.EvidenceStore.
+func (w *Workspace) ListRuns(dir string) ([]ports.ListedRun, error) {
+	entries, err := afero.ReadDir(w.fs, w.abs(dir))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	var runs []ports.ListedRun
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		fi, err := w.fs.Stat(w.abs(path.Join(dir, e.Name(), ports.ResultFile)))
+		if err == nil && fi.Mode().IsRegular() {
+			runs = append(runs, ports.ListedRun{Name: e.Name(), ResultBytes: fi.Size()})
+		}
+	}
+	return runs, nil
+}

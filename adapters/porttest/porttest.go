@@ -392,6 +392,33 @@ func EvidenceStore(t *testing.T, newSubject Factory) {
 		is.NoErr(err)
 		is.True(run.Extra) // notes.txt is not a run file
 	})
+
+	t.Run("listing finds the directories holding a regular result file, and writes nothing", func(t *testing.T) {
+		is := is.New(t)
+		files := map[string]string{
+			"out/r1/result.json":            "0123456789",
+			"out/r1/receipt.json":           "{}",
+			"out/r2/result.json":            "{}",
+			"out/.pending-x/result.json":    "{}",
+			"out/.writer.lock":              "",
+			"out/file":                      "x",
+			"out/empty/":                    "",
+			"out/receipt-only/receipt.json": "{}",
+			"out/dir-result/result.json/":   "",
+		}
+		s := newSubject(t, files)
+		before := s.List("out")
+		runs, err := s.Evidence.ListRuns("out")
+		is.NoErr(err)
+		slices.SortFunc(runs, func(a, b ports.ListedRun) int { return strings.Compare(a.Name, b.Name) })
+		// The port does not judge names: the app keeps those in the ID grammar.
+		is.Equal(runs, []ports.ListedRun{{Name: ".pending-x", ResultBytes: 2}, {Name: "r1", ResultBytes: 10}, {Name: "r2", ResultBytes: 2}})
+		is.Equal(s.List("out"), before) // nothing written
+
+		runs, err = s.Evidence.ListRuns("nothing-here")
+		is.NoErr(err)
+		is.Equal(len(runs), 0) // a missing output directory lists nothing
+	})
 }
 
 // FixedClock is a ports.Clock that always tells the same time.
