@@ -201,7 +201,7 @@ func ParseTransactions(data []byte) ([]Transaction, error) {
 			}
 			t.PriceKnown = true
 		}
-		if t.Discount, ok = parseAmount(f[4]); !ok || uint64(t.Discount.Coef) > pow10(t.Discount.Scale) {
+		if t.Discount, ok = parseAmount(f[4]); !ok || t.Discount.Coef > pow10(t.Discount.Scale) {
 			return bad(4, "not a decimal in [0, 1] (plain notation, at most 6 fractional digits)")
 		}
 		out = append(out, t)
