@@ -24,12 +24,13 @@ import (
 //   - FuzzParseSources: any bytes as one source never panic, fail only with
 //     the package's own error types naming file, line and column, never echo
 //     the data, and when accepted compute a well-formed, exactly right result.
-//   - FuzzCSVMatchesEncodingCSV: each CSV parser (ParseTransactions,
-//     ParseGroups, ParseCustomers) accepts exactly what encoding/csv reads
-//     into records that pass the rules of SPEC §4 (re-stated here with
-//     regular expressions and math/big), keeps every field byte for byte
-//     (numbers up to leading zeros, which a number cannot keep), and refuses
-//     with a file, line and column inside the input's bounds.
+//   - FuzzCSVParsersKeepTheRules: each CSV parser (ParseTransactions,
+//     ParseGroups, ParseCustomers) accepts exactly what passes the rules of
+//     SPEC §4, re-stated here on the raw bytes and, with regular
+//     expressions and math/big, on the records encoding/csv reads; keeps
+//     every field byte for byte (numbers up to leading zeros, which a
+//     number cannot keep); and refuses with a file, line and column inside
+//     the input's bounds.
 //   - FuzzFormatRate: the rate equals a math/big.Rat half-even rounding.
 //
 // Run one with, for example:
@@ -496,21 +497,14 @@ func FuzzFormatRate(f *testing.F) {
 	})
 }
 
-// The oracle of FuzzCSVMatchesEncodingCSV re-states SPEC §4 on the records
-// encoding/csv reads (Comma ',', no comment character, LazyQuotes false,
-// TrimLeadingSpace false, FieldsPerRecord the header's count). It is exact,
-// in both directions, for these reasons:
-//
-//   - Both skip empty lines (LF or CRLF) and end records at LF or CRLF, and
-//     both refuse a bare quote, text after a closing quote, an unclosed
-//     quote and a wrong field count.
-//   - Where they differ on structure, the strict reader refuses and the
-//     oracle refuses too: a CR not followed by LF is refused outright (the
-//     oracle's one precondition on the raw bytes; encoding/csv would drop a
-//     CR before EOF), and anything else the strict reader refuses but
-//     encoding/csv reads (a line break inside quotes, invalid UTF-8, a byte
-//     order mark) ends up inside a field, where no header name, ID or
-//     number of SPEC §4 can hold it.
+// The oracle of FuzzCSVParsersKeepTheRules re-states SPEC §4: first on the
+// raw bytes, the one rule it cannot see in records (a CR not followed by
+// LF, which encoding/csv reads into a field or drops before EOF), then on
+// the records encoding/csv reads (Comma ',', no comment character,
+// LazyQuotes false, TrimLeadingSpace false, FieldsPerRecord the header's
+// count). The other rules stricter than encoding/csv (a line break inside
+// quotes, invalid UTF-8, a byte order mark) end up inside a field, where no
+// header name, ID or number of SPEC §4 can hold them.
 var (
 	idRE     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 	countRE  = regexp.MustCompile(`^[0-9]{1,12}$`)
@@ -580,7 +574,7 @@ func oracleRecords(file string, data []byte) ([][]string, string) {
 	return rows, ""
 }
 
-func FuzzCSVMatchesEncodingCSV(f *testing.F) {
+func FuzzCSVParsersKeepTheRules(f *testing.F) {
 	add := func(which uint8, s string) { f.Add(which, []byte(s)) }
 	add(0, fixtureTransactions)
 	add(1, fixtureGroups)
@@ -644,10 +638,10 @@ func FuzzCSVMatchesEncodingCSV(f *testing.F) {
 		}
 		accepted := err == nil
 		if accepted != (why == "") {
-			t.Fatalf("%s: strict reader error %v, oracle refusal %q, for %q", file, err, why, data)
+			t.Fatalf("%s: parser error %v, oracle refusal %q, for %q", file, err, why, data)
 		}
 		if accepted && (len(got) != len(want) || !slices.EqualFunc(got, want, slices.Equal[[]string])) {
-			t.Fatalf("%s: strict reader read %q, encoding/csv %q", file, got, want)
+			t.Fatalf("%s: parser read %q, the oracle %q", file, got, want)
 		}
 		if !accepted {
 			checkPlace(t, file, data, err)

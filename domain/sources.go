@@ -103,7 +103,7 @@ const (
 // table walks the header and data rows of one CSV source, checking the
 // header, the field count and the row limit, and hands each data row to row.
 func table(file string, data []byte, header []string, row func(line int, f []string) error) error {
-	r := newCSVReader(file, data)
+	r := newRecords(file, data)
 	fields, line, ok, err := r.next()
 	if err != nil {
 		return err
