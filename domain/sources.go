@@ -279,41 +279,32 @@ func estimateRows(data []byte) int {
 // ParseSources validates the four sources, keyed by their relative paths, in
 // the order of [SourceNames]; the first fault is returned.
 func ParseSources(files map[string][]byte) (Inputs, error) {
-	// The transactions, most of the bytes, are parsed on a goroutine of
-	// their own beside the other three; the first fault is still the one
-	// in source order.
 	var in Inputs
-	var txErr error
-	var txPanic any
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// A panic here would end the process, past every recover of the
-		// caller: carry it back and raise it on the caller's goroutine.
-		defer func() { txPanic = recover() }()
-		in.Transactions, txErr = ParseTransactions(files[TransactionsFile])
-	}()
-	var err error
-	groups, gerr := ParseGroups(files[GroupsFile])
-	var customers []Customer
-	if gerr == nil {
-		customers, err = ParseCustomers(files[CustomersFile])
-		if err == nil {
-			err = CheckDefinitions(files[DefinitionsFile])
+	for _, name := range SourceNames() {
+		if err := ParseSource(name, files[name], &in); err != nil {
+			return Inputs{}, err
 		}
 	}
-	<-done
-	if txPanic != nil {
-		panic(txPanic)
-	}
-	switch {
-	case txErr != nil:
-		return Inputs{}, txErr
-	case gerr != nil:
-		return Inputs{}, gerr
-	case err != nil:
-		return Inputs{}, err
-	}
-	in.Groups, in.Customers = groups, customers
 	return in, nil
+}
+
+// ParseSource validates the source name, one of [SourceNames], and sets
+// its records in in: each source sets its own field of [Inputs] and no
+// other, so sources may be parsed at once on goroutines of the caller's
+// (the domain starts none), and the caller picks the first fault in the
+// order of [SourceNames].
+func ParseSource(name string, data []byte, in *Inputs) (err error) {
+	switch name {
+	case TransactionsFile:
+		in.Transactions, err = ParseTransactions(data)
+	case GroupsFile:
+		in.Groups, err = ParseGroups(data)
+	case CustomersFile:
+		in.Customers, err = ParseCustomers(data)
+	case DefinitionsFile:
+		err = CheckDefinitions(data)
+	default:
+		err = fmt.Errorf("%s is not a source", name)
+	}
+	return err
 }
