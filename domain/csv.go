@@ -20,18 +20,26 @@ import (
 // one of these four or one encoding/csv finds (a quote inside an unquoted
 // field, text after a closing quote, a quoted field not closed).
 //
-// Most files hold no quote and no carriage return, and are valid UTF-8
-// without a byte order mark; for them none of the four rules can fail, and
-// nothing is checked beside encoding/csv (plain).
+// A byte order mark is reported by the table and skipped: encoding/csv
+// reads the bytes after it. A quoted field holding a line break ends the
+// reading of the file, as a quote never closed does (there it is one): past
+// it, where fields begin is a guess. After any other fault the next line
+// is read.
+//
+// Most files hold no quote and no carriage return, and are valid UTF-8;
+// for them none of the four rules can fail, and nothing is checked beside
+// encoding/csv (plain).
 
 const byteOrderMark = "\xEF\xBB\xBF"
 
-// Reasons of the structural faults.
+// Reasons of the structural faults, and the fixes that always apply.
 const (
-	reasonBOM        = "starts with a byte order mark; sources are UTF-8 without one"
+	reasonBOM        = "starts with a byte order mark"
+	fixBOM           = "save the file as UTF-8 without a byte order mark"
 	reasonLoneCR     = "carriage return without a line feed; lines end in LF or CRLF"
 	reasonBreak      = "line break inside a quoted field"
-	reasonUTF8       = "invalid UTF-8"
+	reasonUTF8       = "holds a byte that is not UTF-8"
+	fixUTF8          = "save the file as UTF-8 (Latin-1 and Windows-1252 exports are not)"
 	reasonBareQuote  = "quote inside an unquoted field"
 	reasonAfterQuote = "text after a closing quote"
 	reasonNotClosed  = "quoted field is not closed"
@@ -39,56 +47,71 @@ const (
 
 // records reads the records of one CSV source.
 type records struct {
-	file  string
-	data  []byte
+	data  []byte // after the byte order mark, if any
 	r     *csv.Reader
 	plain bool
+	// bom is set when the file began with a byte order mark.
+	bom bool
 	// prev is the offset just past the previous record, and prevLine
 	// the line there (counted only when the file is not plain: plain
-	// records take their line from FieldPos).
-	prev     int
-	prevLine int
+	// records take their line from FieldPos); began is the offset the
+	// last record's read began at.
+	prev, prevLine, began int
 }
 
-func newRecords(file string, data []byte) *records {
+func newRecords(data []byte) *records {
+	bom := bytes.HasPrefix(data, []byte(byteOrderMark))
+	if bom {
+		data = data[len(byteOrderMark):]
+	}
 	r := csv.NewReader(bytes.NewReader(data))
 	r.FieldsPerRecord = -1 // the table counts fields, to name the column
 	r.ReuseRecord = true
-	return &records{file: file, data: data, r: r, plain: plainFile(data), prevLine: 1}
+	return &records{data: data, r: r, plain: plainFile(data), bom: bom, prevLine: 1}
 }
 
-// plainFile reports whether none of the four rules can fail in data: it
-// holds no quote and no carriage return, is valid UTF-8 and does not start
-// with a byte order mark. (utf8.Valid runs 8 bytes at a time over ASCII.)
+// lastLine returns the bytes of the line the last record began on,
+// without its line end.
+func (rs *records) lastLine() []byte {
+	line := rs.data[skipEmptyLines(rs.data, rs.began):]
+	if nl := bytes.IndexByte(line, '\n'); nl >= 0 {
+		line = line[:nl]
+	}
+	return bytes.TrimSuffix(line, []byte{'\r'})
+}
+
+// plainFile reports whether none of the four rules can fail in data (a
+// byte order mark already skipped): it holds no quote and no carriage
+// return and is valid UTF-8. (utf8.Valid runs 8 bytes at a time over
+// ASCII.)
 func plainFile(data []byte) bool {
-	return bytes.IndexByte(data, '"') < 0 && bytes.IndexByte(data, '\r') < 0 &&
-		utf8.Valid(data) && !bytes.HasPrefix(data, []byte(byteOrderMark))
+	return bytes.IndexByte(data, '"') < 0 && bytes.IndexByte(data, '\r') < 0 && utf8.Valid(data)
 }
 
-func (rs *records) fault(line, column int, reason string) *DataError {
-	return &DataError{File: rs.file, Line: line, Column: column, Reason: reason}
-}
-
-// next reads the next nonempty record: its fields and its line. It returns
-// ok false at the end of the file. The returned slice is reused by the
-// following call.
-func (rs *records) next() (fields []string, line int, ok bool, err error) {
-	fields, err = rs.r.Read()
+// next reads the next nonempty record: its fields and its line. A record
+// that breaks a rule of the CSV dialect comes back as a fault, without
+// fields. done is set at the end of the input, and with a fault that ends
+// the reading (a quote not closed on its line). The returned slice is
+// reused by the following call.
+func (rs *records) next() (fields []string, line int, fault *Fault, done bool) {
+	rs.began = rs.prev
+	fields, err := rs.r.Read()
 	if err == io.EOF {
+		if rs.plain {
+			return nil, 1 + bytes.Count(rs.data, []byte{'\n'}), nil, true
+		}
 		// Only empty lines are left, and perhaps a carriage return that
 		// encoding/csv drops at the end of the input.
-		if rs.plain {
-			return nil, 1 + bytes.Count(rs.data, []byte{'\n'}), false, nil
-		}
 		end := rs.prevLine + bytes.Count(rs.data[rs.prev:], []byte{'\n'})
 		if i := len(rs.data) - 1; i >= rs.prev && rs.data[i] == '\r' {
-			return nil, end, false, rs.fault(end, 1, reasonLoneCR)
+			return nil, end, &Fault{Line: end, Column: 1, Reason: reasonLoneCR}, true
 		}
-		return nil, end, false, nil
+		return nil, end, nil, true
 	}
 	var pe *csv.ParseError
 	if err != nil && !errors.As(err, &pe) {
-		return nil, 0, false, err // reading a bytes.Reader cannot fail
+		// Reading a bytes.Reader cannot fail otherwise.
+		return nil, rs.prevLine, &Fault{Line: rs.prevLine, Column: 1, Reason: err.Error()}, true
 	}
 	off := int(rs.r.InputOffset())
 	if pe != nil {
@@ -98,7 +121,7 @@ func (rs *records) next() (fields []string, line int, ok bool, err error) {
 	}
 	if rs.plain { // encoding/csv refuses nothing in a plain file
 		rs.prev = off
-		return fields, line, true, nil
+		return fields, line, nil, false
 	}
 	start := skipEmptyLines(rs.data, rs.prev)
 	rs.prevLine += bytes.Count(rs.data[rs.prev:off], []byte{'\n'})
@@ -107,8 +130,8 @@ func (rs *records) next() (fields []string, line int, ok bool, err error) {
 	if rs.data[off-1] == '\n' {
 		last--
 	}
-	if pe == nil && !suspect(rs.data[start:off], start == 0, last > line) {
-		return fields, line, true, nil
+	if pe == nil && !suspect(rs.data[start:off], last > line) {
+		return fields, line, nil, false
 	}
 	// A fault on this record's first line: find the first in scan order.
 	first := rs.data[start:]
@@ -124,7 +147,7 @@ func (rs *records) next() (fields []string, line int, ok bool, err error) {
 			stop, after = pe.Column, true // the byte after a closing quote, or the end
 		}
 	}
-	column, reason := scanLine(first, start == 0, stop, after)
+	column, reason := scanLine(first, stop, after)
 	if reason == "" && pe != nil {
 		switch {
 		case errors.Is(pe.Err, csv.ErrBareQuote):
@@ -135,10 +158,14 @@ func (rs *records) next() (fields []string, line int, ok bool, err error) {
 			reason = reasonAfterQuote
 		}
 	}
-	if reason == "" { // suspect was wrong: nothing to report
-		return fields, line, true, nil
+	switch reason {
+	case "": // suspect was wrong: nothing to report
+		return fields, line, nil, false
+	case reasonUTF8:
+		return nil, line, &Fault{Line: line, Column: column, Reason: reason, Fix: fixUTF8}, false
 	}
-	return nil, line, false, rs.fault(line, column, reason)
+	ends := reason == reasonBreak || reason == reasonNotClosed
+	return nil, line, &Fault{Line: line, Column: column, Reason: reason}, ends
 }
 
 // skipEmptyLines returns the offset of the first byte at or after i that
@@ -157,11 +184,10 @@ func skipEmptyLines(data []byte, i int) int {
 }
 
 // suspect reports whether a record read by encoding/csv (rest: its bytes
-// from its first one) may break one of the four rules of SPEC §4 that
-// encoding/csv does not check: fileStart when it begins the file, spans
-// when it spans more than one line.
-func suspect(rest []byte, fileStart, spans bool) bool {
-	if spans || (fileStart && bytes.HasPrefix(rest, []byte(byteOrderMark))) || !utf8.Valid(rest) {
+// from its first one) may break one of the rules of SPEC §4 that
+// encoding/csv does not check: spans when it spans more than one line.
+func suspect(rest []byte, spans bool) bool {
+	if spans || !utf8.Valid(rest) {
 		return true
 	}
 	for i := 0; ; i++ {
@@ -176,7 +202,8 @@ func suspect(rest []byte, fileStart, spans bool) bool {
 	}
 }
 
-// scanLine finds the first fault of the four rules on the first line of
+// scanLine finds the first fault of the three rules left (the byte order
+// mark is skipped before) on the first line of
 // a record (line, with its '\n' when it has one), in scan order, and the
 // field it is in: it tracks quoting as encoding/csv does on a line that
 // encoding/csv read without fault up to stop. Bytes before stop are
@@ -184,12 +211,9 @@ func suspect(rest []byte, fileStart, spans bool) bool {
 // and only a carriage return there is a fault of its own (encoding/csv
 // calls anything else there text after a closing quote). The returned
 // column is the field number at stop when no fault comes first.
-func scanLine(line []byte, fileStart bool, stop int, after bool) (column int, reason string) {
+func scanLine(line []byte, stop int, after bool) (column int, reason string) {
 	column = 1
 	quoted := false
-	if fileStart && bytes.HasPrefix(line, []byte(byteOrderMark)) {
-		return 1, reasonBOM
-	}
 	for i := 0; i < len(line) && (i < stop || (after && i == stop)); {
 		c := line[i]
 		if i == stop && c != '\r' {

@@ -5,7 +5,10 @@
 //
 //   - The four fixed sources ([SourceNames]), their strict CSV rules
 //     ([ParseTransactions], [ParseGroups], [ParseCustomers]) and the
-//     synthetic-v1 definition contract ([CheckDefinitions]).
+//     synthetic-v1 definition contract ([CheckDefinitions]). A source's
+//     faults come back together ([DataError]: the first, up to 19 more, a
+//     count of the rest), each with its place and, where a common export
+//     mistake explains it, the fix.
 //   - The source digest ([Fingerprint]): SHA256 of each file's exact bytes and
 //     the combined digest over the canonical map.
 //   - The calculation ([Compute]): conversion with a pooled denominator,
