@@ -2,6 +2,7 @@ package domain
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/apd/v3"
 )
@@ -47,20 +48,23 @@ func conversion(ctx *apd.Context, groups []Group) (Conversion, error) {
 // revenue computes each contribution, quantity × unit_price ×
 // (1 − discount), and their sum in ctx, and returns the IDs of the
 // transactions whose price is blank, in file order. The decimals are set
-// from the parsed integers (1 − discount from the discount's digits, see
-// [Amount.complement]) and reused row after row; the money strings are
-// appended to one buffer and share its one string, and the pointers one
-// array.
+// from the parsed integers (1 − discount from the discount's millionths, see
+// [Amount.complement]) and reused row after row; the money strings share
+// one string, and the pointers one array.
 func revenue(ctx *apd.Context, txs []Transaction) (Revenue, []string, error) {
 	r := Revenue{Units: RevenueUnits, TotalRows: len(txs), Contributions: make([]Contribution, len(txs))}
 	missing := []string{}
-	text := make([]byte, 0, 24*len(txs))
-	ends := make([]int, len(txs))
+	// The money strings are written into one builder, whose String does
+	// not copy, and cut out of it at the end: no string a row.
+	var text strings.Builder
+	text.Grow(24 * len(txs))
+	var scratch [96]byte // a money string of SPEC §4's numbers has at most 44 bytes
+	ends := make([]int32, len(txs))
 	var quantity, price, keep, gross, net, subtotal apd.Decimal
 	for i := range txs {
 		t := &txs[i]
 		r.Contributions[i].TransactionID = t.ID
-		ends[i] = len(text)
+		ends[i] = int32(text.Len())
 		if !t.PriceKnown {
 			missing = append(missing, t.ID)
 			continue
@@ -72,13 +76,13 @@ func revenue(ctx *apd.Context, txs []Transaction) (Revenue, []string, error) {
 			!exact(ctx.Add(&subtotal, &subtotal, &net)) {
 			return Revenue{}, nil, &NumericError{What: "net revenue of transaction " + t.ID}
 		}
-		text = appendMoney(text, &net)
-		ends[i] = len(text)
+		text.Write(appendMoney(scratch[:0], &net))
+		ends[i] = int32(text.Len())
 		r.KnownRows++
 	}
-	all := string(text)
+	all := text.String()
 	values := make([]string, r.KnownRows)
-	start, k := 0, 0
+	start, k := int32(0), 0
 	for i := range txs {
 		if ends[i] > start {
 			values[k] = all[start:ends[i]]

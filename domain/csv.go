@@ -108,8 +108,10 @@ func (rs *records) next() (fields []string, line int, fault *Fault, done bool) {
 		}
 		return nil, end, nil, true
 	}
-	var pe *csv.ParseError
-	if err != nil && !errors.As(err, &pe) {
+	// encoding/csv returns its *ParseError itself, unwrapped; a type
+	// assertion, unlike errors.As, keeps pe off the heap on every record.
+	pe, _ := err.(*csv.ParseError)
+	if err != nil && pe == nil {
 		// Reading a bytes.Reader cannot fail otherwise.
 		return nil, rs.prevLine, &Fault{Line: rs.prevLine, Column: 1, Reason: err.Error()}, true
 	}

@@ -2,7 +2,6 @@ package domain
 
 import (
 	"bytes"
-	"strconv"
 
 	"github.com/cockroachdb/apd/v3"
 )
@@ -34,39 +33,36 @@ func newContext() *apd.Context {
 	return ctx
 }
 
-// Amount is a nonnegative plain decimal of a source, as parsed:
-// Coef × 10^-Scale, with Scale ≤ 6 and Coef below 10^18. The computation
-// sets apd decimals from it with SetFinite, never from text.
-type Amount struct {
-	Coef  int64
-	Scale int32
-}
+// Amount is a nonnegative plain decimal of a source, as parsed: a count
+// of millionths (12.5 is 12500000), since SPEC §4 allows at most 6
+// fractional digits, and below 10^18. The computation sets apd decimals
+// from it with SetFinite, never from text. Eight bytes, not the sixteen of
+// a coefficient and a scale: a transaction is 64 bytes.
+type Amount int64
 
-// String writes the amount as its source wrote it, leading zeros aside:
-// Coef with the point Scale digits from the right ("100.00", "0.05").
+// amountScale is the decimal exponent of an Amount's unit: 10^-6.
+const amountScale = 6
+
+// unitAmount is 1 as an Amount.
+const unitAmount Amount = 1_000_000
+
+// String writes the amount in plain notation, trailing fractional zeros
+// and a trailing point removed: "100", "12.5", "0.000001".
 func (a Amount) String() string {
-	digits := strconv.FormatInt(a.Coef, 10)
-	if a.Scale == 0 {
-		return digits
-	}
-	for len(digits) <= int(a.Scale) {
-		digits = "0" + digits
-	}
-	cut := len(digits) - int(a.Scale)
-	return digits[:cut] + "." + digits[cut:]
+	var d apd.Decimal
+	return string(appendMoney(nil, a.decimal(&d)))
 }
 
 // decimal sets d to the amount.
 func (a Amount) decimal(d *apd.Decimal) *apd.Decimal {
-	return d.SetFinite(a.Coef, -a.Scale)
+	return d.SetFinite(int64(a), -amountScale)
 }
 
-// complement sets d to 1 − a for a discount (a ≤ 1), exactly and at a's
-// scale: (10^Scale − Coef) × 10^-Scale, an integer of at most 7 digits
-// taken from the parsed digits, as the discount itself is. Setting it so
-// saves a subtraction in apd per row, a quarter of the row's arithmetic.
+// complement sets d to 1 − a for a discount (a ≤ 1), exactly: the
+// millionths left of a whole. Setting it so saves a subtraction in apd per
+// row, a quarter of the row's arithmetic.
 func (a Amount) complement(d *apd.Decimal) *apd.Decimal {
-	return d.SetFinite(pow10(a.Scale)-a.Coef, -a.Scale)
+	return d.SetFinite(int64(unitAmount-a), -amountScale)
 }
 
 // pow10 returns 10^n for 0 ≤ n ≤ 18.

@@ -42,7 +42,7 @@ func TestAnInexactStepIsANumericError(t *testing.T) {
 	ctx := newContext()
 	ctx.Precision = 20
 	_, _, err := revenue(ctx, []Transaction{{ID: "T1", Quantity: 999_999_999_999, PriceKnown: true,
-		UnitPrice: Amount{Coef: 999_999_999_999_999_999, Scale: 6}}})
+		UnitPrice: Amount(999_999_999_999_999_999)}})
 	var ne *NumericError
 	is.True(errors.As(err, &ne))                       // a NumericError
 	is.Equal(ne.What, "net revenue of transaction T1") // naming the row

@@ -30,8 +30,8 @@ import (
 //     ParseGroups, ParseCustomers) accepts exactly what passes the rules of
 //     SPEC §4, re-stated here on the raw bytes and, with regular
 //     expressions and math/big, on the records encoding/csv reads; keeps
-//     every field byte for byte (numbers up to leading zeros, which a
-//     number cannot keep); and refuses with a file, line and column inside
+//     every field byte for byte (numbers by value: leading and trailing zeros
+//     are not kept); and refuses with a file, line and column inside
 //     the input's bounds.
 //   - FuzzFirstFaultIsTheOneFaultMessage: whatever else a CSV source
 //     holds, the first line of its message is the message of the same
@@ -635,9 +635,8 @@ func FuzzCSVParsersKeepTheRules(f *testing.F) {
 		file := fuzzSources[int(which)%3]
 		want, why := oracleRecords(file, data)
 		// Every field is compared byte for byte; a number, which the
-		// records keep as a number, compares with its text in canonical
-		// form (leading zeros of the integer part dropped, the fractional
-		// digits kept as written: "007.50" is 7.50).
+		// records keep as a number, compares with its value written in
+		// canonical form ("007.50" is 7.5).
 		var got [][]string
 		var err error
 		switch file {
@@ -683,23 +682,25 @@ func FuzzCSVParsersKeepTheRules(f *testing.F) {
 	})
 }
 
-// canonicalNumber drops the leading zeros of a plain number's integer part
-// and a minus sign before zero, keeping its fractional digits as written;
-// blank stays blank.
+// canonicalNumber writes a plain number's value as the records keep it:
+// leading zeros of the integer part, trailing zeros of the fraction, a
+// trailing point and a minus sign before zero dropped ("007.50" is
+// "7.5"); blank stays blank.
 func canonicalNumber(s string) string {
 	if s == "" {
 		return s
 	}
 	neg := strings.HasPrefix(s, "-")
-	intPart, frac, hasFrac := strings.Cut(strings.TrimPrefix(s, "-"), ".")
+	intPart, frac, _ := strings.Cut(strings.TrimPrefix(s, "-"), ".")
 	intPart = strings.TrimLeft(intPart, "0")
+	frac = strings.TrimRight(frac, "0")
 	if intPart == "" {
 		intPart = "0"
 	}
-	if neg && (intPart != "0" || strings.Trim(frac, "0") != "") {
+	if neg && (intPart != "0" || frac != "") {
 		intPart = "-" + intPart
 	}
-	if hasFrac {
+	if frac != "" {
 		return intPart + "." + frac
 	}
 	return intPart

@@ -63,10 +63,10 @@ func parseQuantity(s string) (int64, bool) {
 	return n, ok
 }
 
-// parseAmount parses a nonnegative decimal.
+// parseAmount parses a nonnegative decimal, in millionths.
 func parseAmount(s string) (Amount, bool) {
 	coef, scale, ok := plain(s, false, true)
-	return Amount{Coef: coef, Scale: scale}, ok
+	return Amount(coef * pow10(amountScale-scale)), ok
 }
 
 // FormatRate returns successes/eligible rounded half-even to 12 places and

@@ -8,9 +8,9 @@ import (
 	"github.com/metricproof/metricproof/domain"
 )
 
-// ratAmount is an amount's exact value.
+// ratAmount is an amount's exact value: a count of millionths.
 func ratAmount(a domain.Amount) *big.Rat {
-	return new(big.Rat).SetFrac(big.NewInt(a.Coef), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(a.Scale)), nil))
+	return big.NewRat(int64(a), 1_000_000)
 }
 
 // checkRevenueAgainstBig computes the revenue of txs and holds every
@@ -52,7 +52,7 @@ func checkRevenueAgainstBig(t *testing.T, txs []domain.Transaction) {
 // discounts and every scale meet.
 func TestRevenueIsExactAtTheExtremesOfManyRows(t *testing.T) {
 	maxRow := domain.Transaction{Quantity: 999_999_999_999, PriceKnown: true,
-		UnitPrice: domain.Amount{Coef: 999_999_999_999_999_999, Scale: 6}, Discount: domain.Amount{Coef: 1, Scale: 6}}
+		UnitPrice: domain.Amount(999_999_999_999_999_999), Discount: domain.Amount(1)}
 	var many, mixed []domain.Transaction
 	for i := range domain.MaxDataRows {
 		r := maxRow
@@ -66,12 +66,12 @@ func TestRevenueIsExactAtTheExtremesOfManyRows(t *testing.T) {
 		"one maximal row":           {maxRow},
 		"10,000 maximal rows":       many,
 		"10,000 rows of both signs": mixed,
-		"zeros": {{Quantity: 0, PriceKnown: true, UnitPrice: domain.Amount{Coef: 5}}, {Quantity: -3, PriceKnown: true,
-			UnitPrice: domain.Amount{Coef: 12, Scale: 1}, Discount: domain.Amount{Coef: 1}}},
-		"the smallest amounts": {{Quantity: 1, PriceKnown: true, UnitPrice: domain.Amount{Coef: 1, Scale: 6},
-			Discount: domain.Amount{Coef: 999_999, Scale: 6}}, {Quantity: -1, PriceKnown: true, UnitPrice: domain.Amount{Coef: 1, Scale: 6}}},
-		"a blank price": {{Quantity: 4}, {Quantity: 2, PriceKnown: true, UnitPrice: domain.Amount{Coef: 10000, Scale: 2},
-			Discount: domain.Amount{Coef: 10, Scale: 2}}},
+		"zeros": {{Quantity: 0, PriceKnown: true, UnitPrice: domain.Amount(5_000_000)}, {Quantity: -3, PriceKnown: true,
+			UnitPrice: domain.Amount(1_200_000), Discount: domain.Amount(1_000_000)}},
+		"the smallest amounts": {{Quantity: 1, PriceKnown: true, UnitPrice: domain.Amount(1),
+			Discount: domain.Amount(999_999)}, {Quantity: -1, PriceKnown: true, UnitPrice: domain.Amount(1)}},
+		"a blank price": {{Quantity: 4}, {Quantity: 2, PriceKnown: true, UnitPrice: domain.Amount(100_000_000),
+			Discount: domain.Amount(100_000)}},
 	} {
 		t.Run(name, func(t *testing.T) { checkRevenueAgainstBig(t, txs) })
 	}

@@ -234,7 +234,7 @@ func ParseTransactions(data []byte) ([]Transaction, error) {
 			}
 			t.PriceKnown = true
 		}
-		if t.Discount, ok = parseAmount(f[4]); !ok || t.Discount.Coef > pow10(t.Discount.Scale) {
+		if t.Discount, ok = parseAmount(f[4]); !ok || t.Discount > unitAmount {
 			r.fault(4, numberProblem(f[4], discountNumber))
 		}
 		if !r.bad {
