@@ -33,7 +33,7 @@ func TestTheLongestMessageStaysUnder4KiB(t *testing.T) {
 	}
 	texts = append(texts, problem{reasonBOM, fixBOM}, problem{reasonUTF8, fixUTF8}, problem{reason: notID}, problem{reason: noHeaderRow},
 		problem{reason: "repeats the transaction_id of line 1048577"}, problem{reason: "successes exceeds eligible"},
-		problem{reason: fmt.Sprintf("row has %s; the header has 5", count(MaxSourceBytes/2+1, "field"))}, problem{reason: reasonLimit})
+		problem{reason: fmt.Sprintf("row has %s; the header has 5", count(MaxSourceBytes/2+1, "field"))}, problem{reason: limitReason()})
 	longest := Fault{}
 	for _, p := range texts {
 		f := Fault{Line: MaxSourceBytes + 1, Column: MaxSourceBytes/2 + 1, Field: "transaction_id", Reason: p.reason, Fix: p.fix}

@@ -80,8 +80,13 @@ const (
 	notPrice    = "not a nonnegative decimal (plain notation, 1 to 12 integer and at most 6 fractional digits), or blank when unknown"
 	notDiscount = "not a decimal in [0, 1] (plain notation, at most 6 fractional digits)"
 	noHeaderRow = "no header row"
-	reasonLimit = "is data row 10001; a source holds at most 10000 data rows, so the rows after it were not checked"
 )
+
+// limitReason is the fault of the row past the limit, listed after others.
+func limitReason() string {
+	return fmt.Sprintf("is data row %d; a source holds at most %d data rows, so the rows after it were not checked",
+		MaxDataRows+1, MaxDataRows)
+}
 
 // table walks the header and data rows of one CSV source and collects its
 // faults in scan order: a byte order mark (reported, then skipped), the
@@ -126,7 +131,7 @@ func table(file string, data []byte, header []string, row func(line int, f []str
 			if fault != nil {
 				c.add(named(*fault, header))
 			}
-			c.add(Fault{Line: line, Reason: reasonLimit})
+			c.add(Fault{Line: line, Reason: limitReason()})
 			return c.result()
 		}
 		switch {
