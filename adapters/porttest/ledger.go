@@ -3,6 +3,7 @@ package porttest
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -182,6 +183,74 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		}))
 		is.Equal(lines, []string{"one\n", "two\n"}) // the ledger as the scan began
 		is.Equal(read(t, s, "ledger.jsonl"), "one\ntwo\nthree\n")
+	})
+
+	t.Run("a held ledger excludes every other holder until it is released", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"ledger.jsonl": "one\n"})
+		held, err := s.Ledger.Lock(context.Background(), "ledger.jsonl", wait)
+		is.NoErr(err)
+		last, err := held.LastLine()
+		is.NoErr(err)
+		is.Equal(string(last), "one\n") // the last line, under the hold
+		_, err = s.Ledger.Lock(context.Background(), "ledger.jsonl", 20*time.Millisecond)
+		is.True(errors.Is(err, ports.ErrBusy)) // a second holder waits its wait, then gives up
+		err = s.Ledger.Append("ledger.jsonl", 20*time.Millisecond, func([]byte) ([]byte, error) {
+			t.Error("a record was built beside the hold")
+			return []byte("x\n"), nil
+		})
+		is.True(errors.Is(err, ports.ErrBusy)) // so does an append
+		is.NoErr(held.Append(func(last []byte) ([]byte, error) {
+			is.Equal(string(last), "one\n")
+			return []byte("two\n"), nil
+		}))
+		is.True(held.Append(func([]byte) ([]byte, error) { return []byte("again\n"), nil }) != nil) // one append per hold
+		is.NoErr(held.Release())
+		is.NoErr(held.Release()) // a second release does nothing
+		is.Equal(read(t, s, "ledger.jsonl"), "one\ntwo\n")
+		is.NoErr(s.Ledger.Append("ledger.jsonl", wait, func(last []byte) ([]byte, error) {
+			is.Equal(string(last), "two\n")
+			return []byte("three\n"), nil
+		}))
+		is.Equal(read(t, s, "ledger.jsonl"), "one\ntwo\nthree\n")
+	})
+
+	t.Run("a waiting holder gets the lock once it is released", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"ledger.jsonl": "one\n"})
+		held, err := s.Ledger.Lock(context.Background(), "ledger.jsonl", wait)
+		is.NoErr(err)
+		done := make(chan error, 1)
+		go func() {
+			done <- s.Ledger.Append("ledger.jsonl", time.Minute, func(last []byte) ([]byte, error) {
+				if string(last) != "two\n" {
+					return nil, errors.New("the record was built before the hold's append")
+				}
+				return []byte("three\n"), nil
+			})
+		}()
+		is.NoErr(held.Append(func([]byte) ([]byte, error) { return []byte("two\n"), nil }))
+		is.NoErr(held.Release())
+		is.NoErr(<-done)
+		is.Equal(read(t, s, "ledger.jsonl"), "one\ntwo\nthree\n")
+	})
+
+	t.Run("a ledger is private, and one open to others is made so by its lock, never by a read", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"old.jsonl": "one\n"})
+		is.NoErr(s.Ledger.Append("new.jsonl", wait, func([]byte) ([]byte, error) { return []byte("first\n"), nil }))
+		is.Equal(s.Mode("new.jsonl"), fs.FileMode(0o600)) // created 0600
+
+		s.Chmod("old.jsonl", 0o644) // as an earlier version made it
+		_, err := s.Ledger.LastLine(context.Background(), "old.jsonl")
+		is.NoErr(err)
+		is.NoErr(s.Ledger.ScanLedger("old.jsonl", func([]byte) error { return nil }))
+		is.Equal(s.Mode("old.jsonl"), fs.FileMode(0o644)) // reads change nothing
+		held, err := s.Ledger.Lock(context.Background(), "old.jsonl", wait)
+		is.NoErr(err)
+		is.Equal(s.Mode("old.jsonl"), fs.FileMode(0o600)) // the lock makes it private
+		is.NoErr(held.Release())
+		is.Equal(read(t, s, "old.jsonl"), "one\n") // and writes nothing
 	})
 
 	t.Run("a scan of a missing ledger is ErrMissing", func(t *testing.T) {
