@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"io"
-	"sync"
 
 	"github.com/metricproof/metricproof/ports"
 )
@@ -50,11 +49,8 @@ type Service struct {
 	trustedKey ed25519.PublicKey
 	// commits admits one analyze commit at a time.
 	commits chan struct{}
-	// appends admits one ledger append at a time (flock excludes the other
-	// processes), and keeps the pre-checks' reads out of its way: held for
-	// reading around a pre-check, it leaves the flock contended only by
-	// other processes, so a cancelled call stops waiting only for those.
-	appends sync.RWMutex
+	// The ledger's lock needs no mutex here: the store queues this
+	// process's callers itself (ports.LedgerStore).
 }
 
 // Open wires the ports for the options and checks what every call needs
@@ -156,17 +152,20 @@ func (s *Service) Serve(ctx context.Context, in Input) (a Answer) {
 			a = refused(o.call, e).answer()
 		}
 	}()
-	o, recordable := s.decide(ctx, in)
+	hold := &ledgerHold{}
+	defer hold.release()
+	o, recordable := s.decide(ctx, in, hold)
 	a = o.answer()
-	if s.ledger == "" || !recordable {
+	if s.ledger == "" || !recordable || hold.unrecorded {
 		return a
 	}
-	return s.record(in, o, a)
+	return s.record(in, o, a, hold)
 }
 
 // decide runs a call to its outcome. recordable is false for the answers
-// the ledger cannot hold: a ledger that failed its pre-check.
-func (s *Service) decide(ctx context.Context, in Input) (o outcome, recordable bool) {
+// the ledger cannot hold: a ledger that failed its pre-check. hold is the
+// call's hold on the ledger's lock, which analyze may take.
+func (s *Service) decide(ctx context.Context, in Input, hold *ledgerHold) (o outcome, recordable bool) {
 	var c call
 	defer func() {
 		if recover() != nil {
@@ -199,11 +198,11 @@ func (s *Service) decide(ctx context.Context, in Input) (o outcome, recordable b
 	if e != nil {
 		return refused(c, e), true
 	}
-	return s.run(ctx, c), true
+	return s.run(ctx, c, hold), true
 }
 
 // run runs a call that passed every request check.
-func (s *Service) run(ctx context.Context, c call) outcome {
+func (s *Service) run(ctx context.Context, c call, hold *ledgerHold) outcome {
 	if c.tool != ToolInspect && s.opts.OutputDir == "" {
 		return refused(c, fail(MissingContext, "%s needs --output-dir, chosen by the operator", c.tool))
 	}
@@ -223,7 +222,7 @@ func (s *Service) run(ctx context.Context, c call) outcome {
 		o.result, o.err = s.inspect(ctx)
 	case ToolAnalyze:
 		var run committedRun
-		run, o.err = s.analyze(ctx, c.id, c.digest)
+		run, o.err = s.analyze(ctx, c.id, c.digest, hold)
 		o.result, o.resultJSON, o.artifacts, o.committed, o.resultSHA256 = run.result, run.resultJSON, run.artifacts, run.id, run.resultSHA256
 	case ToolVerify:
 		o.result, o.err = s.verify(ctx, c.runID)
