@@ -22,6 +22,10 @@ type Options struct {
 	TrustedKey string
 	// Help asks for the usage text.
 	Help bool
+	// Command is the command these options were given to: the ledger's
+	// place has rules for tool calls that "tool-runner ledger" does not
+	// apply (SPEC §11).
+	Command Command
 }
 
 // Command names a command of tool-runner, for its option rules.
@@ -44,7 +48,7 @@ const (
 // MISSING_WORKSPACE. Messages name the argument's position on the whole
 // command line, never its text, which may hold a path.
 func ParseOptions(cmd Command, args []string) (Options, *Error) {
-	var o Options
+	o := Options{Command: cmd}
 	first := 1 // the position of args[0] on the command line
 	if cmd != OneShot {
 		first = 2
