@@ -130,8 +130,8 @@ func (s *Service) recheckLedger(hold *ledgerHold) *Error {
 // record appends the call's record and returns the answer to send: a,
 // or IO_OR_NUMERIC_ERROR when the record could not be appended (a run
 // the call committed stays committed, and the message says so). It
-// appends through the call's hold on the lock when analyze took one, and
-// releases it.
+// appends through the call's hold on the lock, which analyze took before
+// its commit or the record takes now, and releases it.
 func (s *Service) record(in Input, o outcome, a Answer, hold *ledgerHold) Answer {
 	defer hold.release()
 	engine, err := s.p.Engine.Identity()
@@ -169,12 +169,16 @@ func (s *Service) record(in Input, o outcome, a Answer, hold *ledgerHold) Answer
 		rec.Time = s.p.Clock.Now().UTC().Format(time.RFC3339Nano)
 		return encodeRecord(rec)
 	}
-	if hold.held != nil {
-		err = hold.held.Append(line)
-	} else {
-		err = s.p.Ledger.Append(s.ledger, LedgerWaitSeconds*time.Second, line)
+	if hold.held == nil {
+		// The record is the call's outcome, already decided: it waits its
+		// whole time, whatever cancels the call meanwhile.
+		held, err := s.p.Ledger.Lock(context.Background(), s.ledger, LedgerWaitSeconds*time.Second)
+		if err != nil {
+			return s.unrecorded(o, classify(appendingLedger, "", err))
+		}
+		hold.held = held
 	}
-	if err != nil {
+	if err := hold.held.Append(line); err != nil {
 		return s.unrecorded(o, classify(appendingLedger, "", err))
 	}
 	return a

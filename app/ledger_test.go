@@ -57,15 +57,6 @@ func (f *faultyLedger) Lock(ctx context.Context, rel string, wait time.Duration)
 	return &faultyHeld{HeldLedger: h, f: f}, nil
 }
 
-func (f *faultyLedger) Append(rel string, wait time.Duration, record func([]byte) ([]byte, error)) error {
-	h, err := f.Lock(context.Background(), rel, wait)
-	if err != nil {
-		return err
-	}
-	defer h.Release()
-	return h.Append(record)
-}
-
 // faultyHeld is the held ledger of a faultyLedger.
 type faultyHeld struct {
 	ports.HeldLedger

@@ -224,11 +224,9 @@ type LedgerStore interface {
 	// cannot; nothing is waited for then). It waits at most wait (else
 	// ErrBusy), and ends with ctx's error when ctx is done first, as the
 	// type's comment says. Something other than a regular file at rel is
-	// ErrNotRegular. The lock is the caller's until it calls Release.
+	// ErrNotRegular. The lock is the caller's until it calls Release: a
+	// record is appended through the hold.
 	Lock(ctx context.Context, rel string, wait time.Duration) (HeldLedger, error)
-	// Append is Lock with a ctx that is never done, one
-	// HeldLedger.Append, and Release.
-	Append(rel string, wait time.Duration, record func(last []byte) ([]byte, error)) error
 	// ScanLedger calls line with every line of the ledger in order, each
 	// with its newline when it has one, until line returns an error. It
 	// reads the ledger as it was when the scan began, and appends made

@@ -91,16 +91,6 @@ func (w *Workspace) ledgerTurn(rel string) chan struct{} {
 	return turn
 }
 
-// Append implements ports.LedgerStore.
-func (w *Workspace) Append(rel string, wait time.Duration, record func(last []byte) ([]byte, error)) error {
-	h, err := w.Lock(context.Background(), rel, wait)
-	if err != nil {
-		return err
-	}
-	defer h.Release()
-	return h.Append(record)
-}
-
 // heldLedger is the ledger while its turn is held.
 type heldLedger struct {
 	w        *Workspace

@@ -38,7 +38,8 @@ func (w *Workspace) OpenWriter(dir string) (_ ports.EvidenceWriter, err error) {
 		return nil, classify(err)
 	}
 	// Before the lock is tried: a lock file an earlier version made 0644
-	// is closed to other accounts, even while one of them holds it.
+	// is closed to other accounts' next opens even while one of them
+	// holds it (no descriptor already open is revoked).
 	if err := w.private(ew.lock); err != nil {
 		ew.release()
 		return nil, err

@@ -72,7 +72,7 @@ func (g *gate) state() (inKernel bool, changed <-chan struct{}) {
 	return g.inKernel, g.changed
 }
 
-// enter takes the turn. It waits until expired fires (errWaitRanOut), or
+// enter takes the turn. It waits until expired fires (ports.ErrBusy), or
 // until ctx is done while the turn's holder waits in the kernel for
 // another process. A holder of this process that has the lock is working
 // under it and lets go by itself, so a cancelled caller waits for it.
@@ -90,7 +90,7 @@ func (g *gate) enter(ctx context.Context, expired <-chan time.Time) error {
 		case g.turn <- struct{}{}:
 			return nil
 		case <-expired:
-			return errWaitRanOut
+			return ports.ErrBusy
 		case <-cancelled:
 			return ctx.Err()
 		case <-changed:
@@ -100,9 +100,6 @@ func (g *gate) enter(ctx context.Context, expired <-chan time.Time) error {
 
 // leave gives the turn back.
 func (g *gate) leave() { <-g.turn }
-
-// errWaitRanOut is a wait for a lock that ran out: ports.ErrBusy.
-var errWaitRanOut = ports.ErrBusy
 
 // flocked is a file whose flock this process holds, with the turn at its
 // gate.
@@ -150,7 +147,7 @@ func lockWithin(ctx context.Context, g *gate, f *os.File, how int, wait time.Dur
 		}
 		return &flocked{f: f, g: g}, nil
 	case <-timer.C:
-		err = errWaitRanOut
+		err = ports.ErrBusy
 	case <-ctx.Done():
 		err = ctx.Err()
 	}

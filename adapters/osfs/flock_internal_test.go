@@ -88,7 +88,7 @@ func TestAProcessWaitsInTheKernelOncePerLedger(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			started.Done()
-			errs <- ws.Append("ledger.jsonl", time.Minute, func(last []byte) ([]byte, error) {
+			errs <- ws.appendOnce("ledger.jsonl", time.Minute, func(last []byte) ([]byte, error) {
 				var seq int
 				if _, err := fmt.Sscanf(string(last), "%d\n", &seq); err != nil {
 					return nil, err
@@ -138,7 +138,7 @@ func TestACancelledKernelWaitEndsAtOnceAndItsFlockLetsGoLater(t *testing.T) {
 
 	queued := make(chan error, 1)
 	go func() {
-		queued <- ws.Append("ledger.jsonl", time.Minute, line("two\n", nil))
+		queued <- ws.appendOnce("ledger.jsonl", time.Minute, line("two\n", nil))
 	}()
 	time.Sleep(50 * time.Millisecond) // let it queue; not needed for the answer
 	is.Equal(kernelWaits(t, path), 1)
@@ -185,7 +185,7 @@ func TestAWaitThatRunsOutLeavesNoLockBehind(t *testing.T) {
 	is.True(errors.Is(err, ports.ErrBusy))
 	is.Equal(kernelWaits(t, path), 1) // its flock, still blocked
 	release()
-	is.NoErr(ws.Append("ledger.jsonl", time.Minute, line("two\n", nil)))
+	is.NoErr(ws.appendOnce("ledger.jsonl", time.Minute, line("two\n", nil)))
 	eventually(t, "every lock let go", func() bool { return flocksOf(t, path, false) == 0 && kernelWaits(t, path) == 0 })
 }
 

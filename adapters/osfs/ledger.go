@@ -78,7 +78,8 @@ func (w *Workspace) Lock(ctx context.Context, rel string, wait time.Duration) (_
 		return nil, err
 	}
 	// Before the wait, so that a ledger an earlier version made 0644 is
-	// closed to other accounts even while one of them holds its lock.
+	// closed to other accounts' next opens even while one of them holds
+	// its lock (no descriptor already open is revoked).
 	if err := w.private(f); err != nil {
 		f.Close()
 		return nil, err
@@ -88,18 +89,6 @@ func (w *Workspace) Lock(ctx context.Context, rel string, wait time.Duration) (_
 		return nil, err
 	}
 	return &heldLedger{w: w, rel: rel, l: l, created: created}, nil
-}
-
-// Append implements ports.LedgerStore. The record is the call's outcome,
-// already decided: it waits its whole time, whatever cancels the call
-// meanwhile.
-func (w *Workspace) Append(rel string, wait time.Duration, record func(last []byte) ([]byte, error)) error {
-	h, err := w.Lock(context.Background(), rel, wait)
-	if err != nil {
-		return err
-	}
-	defer h.Release()
-	return h.Append(record)
 }
 
 // heldLedger is the ledger under this process's exclusive flock.

@@ -35,8 +35,8 @@ type Workspace struct {
 	// relate absolute option paths to the workspace, and never leaves this
 	// package.
 	real string
-	// The calls through which osfs opens, creates, writes, flushes and
-	// renames. Tests replace them to fail with the errno a full disk, a
+	// The calls through which osfs opens, creates, writes, flushes,
+	// renames and makes the lock files private. Tests replace them to fail with the errno a full disk, a
 	// quota, a read-only mount or a denied permission gives: CI runs as
 	// root, where chmod denies nothing. Every error they return reaches
 	// the app through withCause.

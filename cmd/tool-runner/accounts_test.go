@@ -19,7 +19,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/matryer/is"
 	"golang.org/x/sys/unix"
@@ -146,39 +145,11 @@ func (a *otherAccount) run(t *testing.T, ws, stdin string, args ...string) outco
 	return answerOf(t, cmd.Wait(), out.String(), errOut.String())
 }
 
-// startRetrying starts the command build makes, again with a new one
-// while its freshly copied binary is still open for writing in another
-// test's fork (ETXTBSY).
-func startRetrying(t *testing.T, build func() *exec.Cmd) *exec.Cmd {
-	t.Helper()
-	for range 100 {
-		cmd := build()
-		err := cmd.Start()
-		if err == nil {
-			return cmd
-		}
-		if !errors.Is(err, syscall.ETXTBSY) {
-			t.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the runner's copy stayed busy")
-	return nil
-}
-
 // openWorkspace copies the fixture into a new workspace under a.dir that
 // the other account may read (directories 0755, files 0644).
 func (a *otherAccount) openWorkspace(t *testing.T, name string) string {
 	t.Helper()
-	ws := filepath.Join(a.dir, name)
-	for _, file := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
-		data, err := os.ReadFile(filepath.Join(repoRoot(t), file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, filepath.Join(ws, file), data)
-	}
-	return ws
+	return fixtureIn(t, filepath.Join(a.dir, name))
 }
 
 // modeOf is the permission bits of path.

@@ -8,6 +8,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,26 +117,23 @@ func runBurst(t *testing.T, exe, ws string, n int) ([]*burstCall, burstFigures) 
 	return calls, f
 }
 
-// startProc is startRunner with another runner binary.
+// startProc starts the runner binary exe in dir with args; it waits for
+// its request.
 func startProc(t *testing.T, exe, dir string, args ...string) *runnerProc {
 	t.Helper()
 	p := &runnerProc{}
-	var err error
-	for range 100 { // a fresh binary may still be open for writing in a fork: ETXTBSY
-		p = &runnerProc{}
-		p.cmd = commandIn(exe, dir, args...)
-		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-		if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+	p.cmd = startRetrying(t, func() *exec.Cmd {
+		p.stdout.Reset()
+		p.stderr.Reset()
+		cmd := exec.Command(exe, args...)
+		cmd.Dir = dir
+		cmd.Stdout, cmd.Stderr = &p.stdout, &p.stderr
+		var err error
+		if p.stdin, err = cmd.StdinPipe(); err != nil {
 			t.Fatal(err)
 		}
-		if err = p.cmd.Start(); err == nil || !strings.Contains(err.Error(), "text file busy") {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+		return cmd
+	})
 	t.Cleanup(func() {
 		if p.cmd.ProcessState == nil {
 			_ = p.cmd.Process.Kill()
@@ -144,11 +143,24 @@ func startProc(t *testing.T, exe, dir string, args ...string) *runnerProc {
 	return p
 }
 
-// commandIn is exe with args, run in dir.
-func commandIn(exe, dir string, args ...string) *exec.Cmd {
-	cmd := exec.Command(exe, args...)
-	cmd.Dir = dir
-	return cmd
+// startRetrying starts the command build makes, again with a new one
+// while a freshly written binary is still open for writing in another
+// test's fork (ETXTBSY).
+func startRetrying(t *testing.T, build func() *exec.Cmd) *exec.Cmd {
+	t.Helper()
+	for range 100 {
+		cmd := build()
+		err := cmd.Start()
+		if err == nil {
+			return cmd
+		}
+		if !errors.Is(err, syscall.ETXTBSY) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the runner's binary stayed busy")
+	return nil
 }
 
 // sendQuietly writes the request and closes standard input, from any

@@ -197,7 +197,13 @@ func repoRoot(t *testing.T) string {
 // fixture copies the shipped data/ and contracts/ into a fresh workspace.
 func fixture(t *testing.T) string {
 	t.Helper()
-	ws := t.TempDir()
+	return fixtureIn(t, t.TempDir())
+}
+
+// fixtureIn copies the shipped data/ and contracts/ into the workspace ws
+// (directories 0755, files 0644), and returns ws.
+func fixtureIn(t *testing.T, ws string) string {
+	t.Helper()
 	for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
 		data, err := os.ReadFile(filepath.Join(repoRoot(t), name))
 		if err != nil {
