@@ -28,8 +28,9 @@ type committedRun struct {
 // attestation when a signing key is given), as the run directory
 // O/runID: all files or nothing, never over existing evidence. With
 // encodeCompact, the result's compact JSON is encoded for the response
-// while the commit waits on its fsyncs.
-func (s *Service) analyze(ctx context.Context, runID, expectedDigest string, encodeCompact bool) (committedRun, *Error) {
+// while the commit waits on its fsyncs. With a ledger, hold receives the
+// ledger's lock, taken before the commit and kept for the call's record.
+func (s *Service) analyze(ctx context.Context, runID, expectedDigest string, encodeCompact bool, hold *ledgerHold) (committedRun, *Error) {
 	if e := s.checkCancel(ctx, "before work"); e != nil {
 		return committedRun{}, e
 	}
@@ -72,7 +73,7 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string, enc
 			compact <- w.b
 		}()
 	}
-	if e := s.commit(ctx, out.Rel, runID, snap.digest(), files); e != nil {
+	if e := s.commit(ctx, out.Rel, runID, snap.digest(), files, hold); e != nil {
 		return committedRun{}, e
 	}
 	dir := path.Join(out.Rel, runID)
@@ -134,7 +135,13 @@ func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) (
 // rename. Whatever fails, the writer's Close removes what it staged. One
 // commit of this service runs at a time: the writer lock excludes other
 // processes, and would refuse another call of this one as OUTPUT_BUSY.
-func (s *Service) commit(ctx context.Context, dir, runID, digest string, files []ports.File) (e *Error) {
+//
+// With a ledger, the ledger's lock is taken once the run is staged, and
+// the last checks, the ledger's last record, the rename and then the
+// call's record are made under it (SPEC §11): a lock not had within the
+// wait, or a ledger found damaged there, commits nothing, so no wait ever
+// leaves a committed run without its record.
+func (s *Service) commit(ctx context.Context, dir, runID, digest string, files []ports.File, hold *ledgerHold) (e *Error) {
 	select {
 	case s.commits <- struct{}{}:
 		defer func() { <-s.commits }()
@@ -168,6 +175,11 @@ func (s *Service) commit(ctx context.Context, dir, runID, digest string, files [
 	if err := w.Stage(files); err != nil {
 		return classify(writingRun, dir, err)
 	}
+	if s.ledger != "" {
+		if e := s.holdLedger(ctx, hold); e != nil {
+			return e
+		}
+	}
 	again, err := s.readSources()
 	if err != nil {
 		return classify(rereadingSource, fileOf(err), err)
@@ -177,6 +189,11 @@ func (s *Service) commit(ctx context.Context, dir, runID, digest string, files [
 	}
 	if e := s.checkCancel(ctx, "before the commit"); e != nil {
 		return e
+	}
+	if s.ledger != "" {
+		if e := s.recheckLedger(hold); e != nil {
+			return e
+		}
 	}
 	if err := w.Commit(runID); err != nil {
 		return classify(writingRun, runPath, err)

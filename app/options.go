@@ -28,6 +28,10 @@ type Options struct {
 	ListLimit int
 	// Help asks for the usage text.
 	Help bool
+	// Command is the command these options were given to: the ledger's
+	// place has rules for tool calls that "tool-runner ledger" does not
+	// apply (SPEC §11).
+	Command Command
 }
 
 // The bounds of --list-limit (SPEC §9), and its value when not given.
@@ -56,7 +60,7 @@ const (
 // MISSING_WORKSPACE. Messages name the argument's position on the whole
 // command line, never its text, which may hold a path.
 func ParseOptions(cmd Command, args []string) (Options, *Error) {
-	var o Options
+	o := Options{Command: cmd}
 	if cmd == MCP {
 		o.ListLimit = DefaultListLimit
 	}

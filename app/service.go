@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"io"
-	"sync"
 	"sync/atomic"
 
 	"github.com/metricproof/metricproof/ports"
@@ -51,11 +50,8 @@ type Service struct {
 	trustedKey ed25519.PublicKey
 	// commits admits one analyze commit at a time.
 	commits chan struct{}
-	// appends admits one ledger append at a time (flock excludes the other
-	// processes), and keeps the pre-checks' reads out of its way: held for
-	// reading around a pre-check, it leaves the flock contended only by
-	// other processes, so a cancelled call stops waiting only for those.
-	appends sync.RWMutex
+	// The ledger's lock needs no mutex here: the store queues this
+	// process's callers itself (ports.LedgerStore).
 	// memo is the last computation from sources read (memo.go).
 	memo atomic.Pointer[memo]
 }
@@ -159,17 +155,20 @@ func (s *Service) Serve(ctx context.Context, in Input) (a Answer) {
 			a = refused(o.call, e).answer()
 		}
 	}()
-	o, recordable := s.decide(ctx, in)
+	hold := &ledgerHold{}
+	defer hold.release()
+	o, recordable := s.decide(ctx, in, hold)
 	a = o.answer()
-	if s.ledger == "" || !recordable {
+	if s.ledger == "" || !recordable || hold.unrecorded {
 		return a
 	}
-	return s.record(in, o, a)
+	return s.record(in, o, a, hold)
 }
 
 // decide runs a call to its outcome. recordable is false for the answers
-// the ledger cannot hold: a ledger that failed its pre-check.
-func (s *Service) decide(ctx context.Context, in Input) (o outcome, recordable bool) {
+// the ledger cannot hold: a ledger that failed its pre-check. hold is the
+// call's hold on the ledger's lock, which analyze may take.
+func (s *Service) decide(ctx context.Context, in Input, hold *ledgerHold) (o outcome, recordable bool) {
 	var c call
 	defer func() {
 		if recover() != nil {
@@ -203,11 +202,11 @@ func (s *Service) decide(ctx context.Context, in Input) (o outcome, recordable b
 	if e != nil {
 		return refused(c, e), true
 	}
-	return s.run(ctx, c), true
+	return s.run(ctx, c, hold), true
 }
 
 // run runs a call that passed every request check.
-func (s *Service) run(ctx context.Context, c call) outcome {
+func (s *Service) run(ctx context.Context, c call, hold *ledgerHold) outcome {
 	if c.tool != ToolInspect && s.opts.OutputDir == "" {
 		return refused(c, fail(MissingContext, "%s needs --output-dir, chosen by the operator", c.tool))
 	}
@@ -229,7 +228,7 @@ func (s *Service) run(ctx context.Context, c call) outcome {
 		var run committedRun
 		// Over MCP the answer holds only the first K of each list: the
 		// whole result is not encoded ahead for it.
-		run, o.err = s.analyze(ctx, c.id, c.digest, !c.mcp)
+		run, o.err = s.analyze(ctx, c.id, c.digest, !c.mcp, hold)
 		o.result, o.resultJSON, o.artifacts, o.committed, o.resultSHA256 = run.result, run.resultJSON, run.artifacts, run.id, run.resultSHA256
 		o.files = run.files
 	case ToolVerify:

@@ -33,9 +33,16 @@ func (w *Workspace) OpenWriter(dir string) (_ ports.EvidenceWriter, err error) {
 		ew.release()
 		return nil, err
 	}
-	if ew.lock, err = w.openFile(out, ports.LockFile, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+	if ew.lock, err = w.openFile(out, ports.LockFile, os.O_RDWR|os.O_CREATE, lockFileMode); err != nil {
 		ew.release()
 		return nil, classify(err)
+	}
+	// Before the lock is tried: a lock file an earlier version made 0644
+	// is closed to other accounts' next opens even while one of them
+	// holds it (no descriptor already open is revoked).
+	if err := w.private(ew.lock); err != nil {
+		ew.release()
+		return nil, err
 	}
 	if err := lockNoWait(ew.lock); err != nil {
 		ew.release()
