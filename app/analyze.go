@@ -19,13 +19,18 @@ type committedRun struct {
 	resultJSON   []byte
 	artifacts    Artifacts
 	resultSHA256 string
+	// files are the run's files, in the order written.
+	files []RunFile
 }
 
 // analyze computes the result over sources whose digest must equal
 // expectedDigest and commits it, with its receipt and checksums (and its
 // attestation when a signing key is given), as the run directory
-// O/runID: all files or nothing, never over existing evidence.
-func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (committedRun, *Error) {
+// O/runID: all files or nothing, never over existing evidence. With
+// encodeCompact, the result's compact JSON is encoded for the response
+// while the commit waits on its fsyncs. With a ledger, hold receives the
+// ledger's lock, taken before the commit and kept for the call's record.
+func (s *Service) analyze(ctx context.Context, runID, expectedDigest string, encodeCompact bool, hold *ledgerHold) (committedRun, *Error) {
 	if e := s.checkCancel(ctx, "before work"); e != nil {
 		return committedRun{}, e
 	}
@@ -37,7 +42,7 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 	if err != nil {
 		return committedRun{}, classify(readingSource, fileOf(err), err)
 	}
-	_, result, err := compute(snap)
+	_, result, err := s.compute(snap)
 	if err != nil {
 		return committedRun{}, classify(readingSource, "", err)
 	}
@@ -54,17 +59,21 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 	// The response's copy of the result is encoded while the commit waits
 	// on its fsyncs.
 	compact := make(chan []byte, 1)
-	go func() {
-		defer func() {
-			if recover() != nil {
-				compact <- nil // the answer encodes it again, and meets the panic there
-			}
+	if !encodeCompact {
+		compact <- nil
+	} else {
+		go func() {
+			defer func() {
+				if recover() != nil {
+					compact <- nil // the answer encodes it again, and meets the panic there
+				}
+			}()
+			w := jsonOut{b: make([]byte, 0, resultSizeHint(&result, false))}
+			w.result(&result)
+			compact <- w.b
 		}()
-		w := jsonOut{b: make([]byte, 0, resultSizeHint(&result, false))}
-		w.result(&result)
-		compact <- w.b
-	}()
-	if e := s.commit(ctx, out.Rel, runID, snap.digest(), files); e != nil {
+	}
+	if e := s.commit(ctx, out.Rel, runID, snap.digest(), files, hold); e != nil {
 		return committedRun{}, e
 	}
 	dir := path.Join(out.Rel, runID)
@@ -76,6 +85,9 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 	if s.signingKey != nil {
 		run.artifacts.Attestation = path.Join(dir, AttestationFile)
 	}
+	for _, f := range files {
+		run.files = append(run.files, RunFile{RunID: runID, Name: f.Name, Size: len(f.Data)})
+	}
 	return run, nil
 }
 
@@ -85,8 +97,7 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string) (co
 func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) ([]ports.File, string, *Error) {
 	// result.json first: it does not need the engine, whose hash may still
 	// be running on another core.
-	resultBytes := encodeResult(&result, resultSizeHint(&result, true))
-	resultSum := domain.SHA256Hex(resultBytes)
+	resultBytes, resultSum := s.savedResult(snap, &result, resultSizeHint(&result, true))
 	engine, err := s.p.Engine.Identity()
 	if err != nil {
 		return nil, "", classify(identifyingEngine, "", err)
@@ -126,7 +137,13 @@ func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) (
 // (taken in run, before analyze reads anything), since the writer lock
 // excludes other processes, and would refuse another call of this one as
 // OUTPUT_BUSY.
-func (s *Service) commit(ctx context.Context, dir, runID, digest string, files []ports.File) (e *Error) {
+//
+// With a ledger, the ledger's lock is taken once the run is staged, and
+// the last checks, the ledger's last record, the rename and then the
+// call's record are made under it (SPEC §11): a lock not had within the
+// wait, or a ledger found damaged there, commits nothing, so no wait ever
+// leaves a committed run without its record.
+func (s *Service) commit(ctx context.Context, dir, runID, digest string, files []ports.File, hold *ledgerHold) (e *Error) {
 	runPath := path.Join(dir, runID)
 	w, err := s.p.Evidence.OpenWriter(dir)
 	if err != nil {
@@ -154,6 +171,11 @@ func (s *Service) commit(ctx context.Context, dir, runID, digest string, files [
 	if err := w.Stage(files); err != nil {
 		return classify(writingRun, dir, err)
 	}
+	if s.ledger != "" {
+		if e := s.holdLedger(ctx, hold); e != nil {
+			return e
+		}
+	}
 	again, err := s.readSources()
 	if err != nil {
 		return classify(rereadingSource, fileOf(err), err)
@@ -163,6 +185,11 @@ func (s *Service) commit(ctx context.Context, dir, runID, digest string, files [
 	}
 	if e := s.checkCancel(ctx, "before the commit"); e != nil {
 		return e
+	}
+	if s.ledger != "" {
+		if e := s.recheckLedger(hold); e != nil {
+			return e
+		}
 	}
 	if err := w.Commit(runID); err != nil {
 		return classify(writingRun, runPath, err)

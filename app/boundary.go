@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/metricproof/metricproof/ports"
@@ -94,7 +95,11 @@ func (s *Service) clearOfEvidence(rel, what string) error {
 // ledgerLocation resolves the ledger's path (SPEC §11): inside the
 // workspace and the write boundary, in the output directory or outside it
 // but never below it, in a directory that exists, and a regular file if it
-// exists.
+// exists. For a tool call it may not share a name with the writer lock,
+// nor take a run file's name directly in the output directory, nor lie in
+// a directory that is or sits inside a run; "tool-runner ledger" checks
+// any file (one a tool call made included: runs/result.json, its
+// directory looking like a run's because of the ledger itself).
 func (s *Service) ledgerLocation() (string, *Error) {
 	loc, err := s.p.Paths.Resolve(s.opts.Ledger)
 	if err != nil {
@@ -107,19 +112,30 @@ func (s *Service) ledgerLocation() (string, *Error) {
 	if err := s.writable(loc.Rel, "the ledger"); err != nil {
 		return "", elsewhere(err)
 	}
-	if path.Base(loc.Rel) == ports.LockFile {
-		// Appends would wait on analyze's writer lock, and analyze on them.
-		return "", elsewhere(found("the ledger may not be a writer lock file (%s)", ports.LockFile))
-	}
 	dirRel := path.Dir(loc.Rel)
-	if err := s.clearOfEvidence(dirRel, "the ledger's directory"); err != nil {
-		return "", elsewhere(err)
-	}
+	var out *ports.Location
 	if s.opts.OutputDir != "" {
-		out, err := s.p.Paths.Resolve(s.opts.OutputDir)
-		if err == nil && (loc.Rel == out.Rel || dirRel != out.Rel && within(dirRel, out.Rel)) {
-			return "", elsewhere(found("the ledger may lie in the output directory itself or outside it, never below it"))
+		if o, err := s.p.Paths.Resolve(s.opts.OutputDir); err == nil {
+			out = &o
 		}
+	}
+	if s.opts.Command != LedgerCheck {
+		name := path.Base(loc.Rel)
+		switch {
+		case name == ports.LockFile:
+			// Appends would wait on analyze's writer lock, and analyze on them.
+			return "", elsewhere(found("the ledger may not be a writer lock file (%s)", ports.LockFile))
+		case out != nil && dirRel == out.Rel && slices.Contains(ports.RunFileNames(), name):
+			// Its directory would then look like a run's, and every later
+			// call would refuse the output directory and the ledger.
+			return "", elsewhere(found("the ledger may not take the name of a run file (%s) directly in the output directory", name))
+		}
+		if err := s.clearOfEvidence(dirRel, "the ledger's directory"); err != nil {
+			return "", elsewhere(err)
+		}
+	}
+	if out != nil && (loc.Rel == out.Rel || dirRel != out.Rel && within(dirRel, out.Rel)) {
+		return "", elsewhere(found("the ledger may lie in the output directory itself or outside it, never below it"))
 	}
 	dir, err := s.p.Paths.Resolve(dirRel)
 	switch {

@@ -83,6 +83,10 @@ type call struct {
 	// digest is analyze's expected_source_digest; runID is verify's run_id.
 	digest string
 	runID  string
+	// mcp marks a call that arrived over MCP, whose answer has its lists
+	// cut to listLimit items and the "truncated" key (SPEC §9).
+	mcp       bool
+	listLimit int
 }
 
 func (c call) heardID() *string {

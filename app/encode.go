@@ -413,6 +413,10 @@ func (w *jsonOut) envelope(env *envelope) bool {
 	w.key("human_review")
 	w.str(v.HumanReview)
 	w.close('}')
+	if env.Truncated != nil {
+		w.key("truncated")
+		w.truncation(*env.Truncated)
+	}
 	w.close('}')
 	return true
 }

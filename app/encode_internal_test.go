@@ -72,6 +72,11 @@ func sampleEnvelopes(s string, result any) []envelope {
 		{ProtocolVersion: ProtocolVersion, Status: "error", Error: &wireError{Code: Code(s), Message: s, Retryable: true},
 			Verification: notClaimed()},
 		{ProtocolVersion: s, RequestID: id, Status: s, Result: result, Artifacts: Artifacts{Receipt: s}, Verification: disclaimer{HumanReview: s}},
+		// Over MCP: the tenth key, empty and not.
+		{ProtocolVersion: ProtocolVersion, RequestID: id, OK: true, Status: "success", Tool: id, Result: result,
+			Verification: notClaimed(), Truncated: &truncation{}},
+		{ProtocolVersion: ProtocolVersion, RequestID: id, Status: "error", Error: &wireError{Code: Code(s), Message: s},
+			Verification: notClaimed(), Truncated: &truncation{{pointerContributions, 10_000}, {pointerAnalyzeBlocker + "3" + pointerSubjects, 11}}},
 	}
 }
 
@@ -120,6 +125,33 @@ func TestTheEncoderWritesWhatEncodingJSONWrites(t *testing.T) {
 				checkSame(t, s, n, nilLists)
 			}
 		}
+	}
+}
+
+// Cutting the lists of a result leaves the result it was cut from whole:
+// the answer's copy is resliced, never the saved result's lists.
+func TestCuttingLeavesTheCompleteResultWhole(t *testing.T) {
+	r := sampleResult("id", 5, false)
+	before, err := marshal(r, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut, tr := cutLists(r, 2)
+	after, _ := marshal(r, "")
+	if !bytes.Equal(before, after) {
+		t.Fatal("cutting changed the complete result")
+	}
+	got := cut.(domain.Result)
+	if len(got.Revenue.Contributions) != 2 || len(got.Release.Blockers) != 5 || len(got.Release.Blockers[4].Subjects) != 2 {
+		t.Fatalf("not cut to 2: %+v", got)
+	}
+	got.Revenue.Contributions = append(got.Revenue.Contributions, domain.Contribution{TransactionID: "new"})
+	if r.Revenue.Contributions[2].TransactionID != "id" {
+		t.Fatal("an append to the cut list wrote into the complete one")
+	}
+	want := `{"/result/revenue/contributions":5,"/result/customer_join/duplicate_keys":5,"/result/release/blockers/3/subjects":3,"/result/release/blockers/4/subjects":4}`
+	if data, _ := tr.MarshalJSON(); string(data) != want {
+		t.Fatalf("truncated %s, want %s", data, want)
 	}
 }
 

@@ -106,6 +106,8 @@ const (
 	readingTrustedKey
 	resolvingLedger
 	checkingLedger
+	lockingLedger    // analyze's hold on the ledger's lock before its commit
+	recheckingLedger // analyze's check of the last record under that lock
 	appendingLedger
 	readingInput
 	resolvingOutput
@@ -136,6 +138,7 @@ func findingCodes() map[step]Code {
 		readingTrustedKey: InvalidOptions,
 		resolvingLedger:   PathBoundary,
 		checkingLedger:    LedgerTampered,
+		recheckingLedger:  LedgerTampered,
 		appendingLedger:   IOOrNumericError, // SPEC §11: a failed append
 		resolvingOutput:   PathBoundary,
 		writingRun:        OutputCollision,
@@ -237,12 +240,29 @@ func classify(s step, subject string, err error) *Error {
 		case errors.Is(err, ports.ErrNotRegular):
 			return fail(InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
 		case errors.Is(err, ports.ErrBusy):
-			return fail(IOOrNumericError, "the ledger stayed locked by another process for %d s; nothing was run: retry when it is done", LedgerWaitSeconds)
+			return fail(IOOrNumericError, "this call waited %d s for a shared lock on the ledger, to read its last record, and did not get one: %s; nothing was run: retry", LedgerWaitSeconds, whoHeldTheLedger)
 		}
 		return fail(IOOrNumericError, "the ledger could not be read%s; nothing was run", because(err))
+	case lockingLedger:
+		switch {
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			return fail(Cancelled, "the call was cancelled while it waited for another process's lock on the ledger before its commit; nothing was committed, and the call was not recorded (recording it would mean waiting for that lock)")
+		case errors.Is(err, ports.ErrBusy):
+			return fail(IOOrNumericError, "this analyze waited %d s for the ledger's lock before its commit and did not get it: %s; nothing was committed, and the call was not recorded: retry", LedgerWaitSeconds, whoHeldTheLedger)
+		case errors.Is(err, ports.ErrLockExposed):
+			return fail(InvalidOutput, "%s; nothing was committed, and the call was not recorded", ledgerExposed)
+		case errors.Is(err, ports.ErrNotRegular):
+			return fail(InvalidOutput, "the ledger is no longer a regular file; nothing was committed, and the call was not recorded: give --ledger a regular file")
+		}
+		return fail(IOOrNumericError, "the ledger could not be locked before the commit%s; nothing was committed, and the call was not recorded", because(err))
+	case recheckingLedger:
+		return fail(IOOrNumericError, "the ledger could not be read under its lock before the commit%s; nothing was committed, and the call was not recorded", because(err))
 	case appendingLedger:
-		if errors.Is(err, ports.ErrBusy) {
-			return fail(IOOrNumericError, "the ledger stayed locked by another process for %d s, so this call was not recorded", LedgerWaitSeconds)
+		switch {
+		case errors.Is(err, ports.ErrBusy):
+			return fail(IOOrNumericError, "this call waited %d s for the ledger's lock, to record itself, and did not get it: %s; so this call was not recorded", LedgerWaitSeconds, whoHeldTheLedger)
+		case errors.Is(err, ports.ErrLockExposed):
+			return fail(InvalidOutput, "%s; so this call was not recorded", ledgerExposed)
 		}
 		return fail(IOOrNumericError, "recording the call in the ledger failed%s", because(err))
 	case readingInput:
@@ -282,6 +302,8 @@ func classify(s step, subject string, err error) *Error {
 		switch {
 		case errors.Is(err, ports.ErrBusy):
 			return fail(OutputBusy, "another analyze holds the writer lock of %s; retry when it is done", subject)
+		case errors.Is(err, ports.ErrLockExposed):
+			return fail(InvalidOutput, "the output directory's writer lock file (%s) is open to group or others, so another account could hold it, and this user may not change its mode; nothing was written: have the file's owner run chmod 600 on it", ports.LockFile)
 		case errors.Is(err, ports.ErrExists):
 			return fail(OutputCollision, "%s already exists; existing evidence is never overwritten: use a new run ID", subject)
 		case errors.Is(err, ports.ErrNotDir), errors.Is(err, ports.ErrNameTooLong):
@@ -320,6 +342,14 @@ func classify(s step, subject string, err error) *Error {
 	}
 	return fail(InternalError, "unexpected failure")
 }
+
+// whoHeldTheLedger says, truthfully, why a wait for the ledger's lock ran
+// out: the wait cannot tell one holder that kept it from many that took
+// turns, nor this process's calls from others'.
+const whoHeldTheLedger = "other calls (of this process or others, or another account that can open the file) held it or were ahead in line all that time"
+
+// ledgerExposed is the fault of a ledger whose mode cannot be made 0600.
+const ledgerExposed = "the ledger is open to group or others, so another account could hold its lock, and this user may not change its mode: have the file's owner run chmod 600 on it"
 
 // because names the cause of an I/O failure in words the operator can act
 // on, and what to do about it, when the adapter recognised it: " (no space

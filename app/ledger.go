@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/metricproof/metricproof/domain"
+	"github.com/metricproof/metricproof/ports"
 )
 
 // The call ledger (SPEC §11): one record per call, each line chained to
 // the one before by its SHA256, appended before the call's answer is sent.
 
-// LedgerWaitSeconds is how long an append waits for another process's
-// lock on the ledger before the call fails.
+// LedgerWaitSeconds is how long a call waits for its turn at the ledger's
+// lock (held by other calls of this process or of others, or queued for
+// by them) before it fails unrecorded.
 const LedgerWaitSeconds = 10
 
 // zeroHash is the prev of the first record, and the head of an empty
@@ -58,9 +60,7 @@ func (s *Service) CheckLedger(ctx context.Context) *Error {
 	if rel != s.ledger {
 		return classify(resolvingLedger, "", found("the ledger now resolves elsewhere than when this process started; nothing was run: restore its directory, or start again with --ledger naming the place you mean"))
 	}
-	s.appends.RLock()
 	last, err := s.p.Ledger.LastLine(ctx, s.ledger)
-	s.appends.RUnlock()
 	if err != nil {
 		return classify(checkingLedger, "", err)
 	}
@@ -73,10 +73,67 @@ func (s *Service) CheckLedger(ctx context.Context) *Error {
 	return nil
 }
 
+// ledgerHold is one call's hold on the ledger's lock. With a ledger,
+// analyze takes the lock once its pending directory is staged and keeps it
+// across its last checks, its commit and its record (SPEC §11), so that
+// no wait can leave a committed run without its record. Every other call
+// takes the lock only to append its record.
+type ledgerHold struct {
+	held ports.HeldLedger
+	// unrecorded: the call's answer may not be recorded, because the lock
+	// could not be had or the ledger was found damaged under it.
+	unrecorded bool
+}
+
+// release drops the lock, if it is held.
+func (h *ledgerHold) release() {
+	if h.held != nil {
+		_ = h.held.Release() // a lock that cannot be released dies with the process
+		h.held = nil
+	}
+}
+
+// holdLedger takes the ledger's exclusive lock for an analyze about to
+// commit. A lock not had within the wait (or a cancellation while another
+// process holds it) leaves the call unrecorded: recording it would mean
+// the same wait.
+func (s *Service) holdLedger(ctx context.Context, hold *ledgerHold) *Error {
+	held, err := s.p.Ledger.Lock(ctx, s.ledger, LedgerWaitSeconds*time.Second)
+	if err != nil {
+		hold.unrecorded = true
+		return classify(lockingLedger, "", err)
+	}
+	hold.held = held
+	return nil
+}
+
+// recheckLedger checks, under the held lock, that the ledger still ends
+// with a well-formed record, so that the run about to be committed can be
+// recorded. A damaged ledger is LEDGER_TAMPERED, unrecorded, and nothing
+// is committed.
+func (s *Service) recheckLedger(hold *ledgerHold) *Error {
+	last, err := hold.held.LastLine()
+	if err != nil {
+		hold.unrecorded = true
+		return classify(recheckingLedger, "", err)
+	}
+	if last == nil {
+		return nil
+	}
+	if _, err := parseRecord(last); err != nil {
+		hold.unrecorded = true
+		return classify(recheckingLedger, "", found("the ledger's last record was damaged while this call ran (%v); nothing was committed and the call was not recorded: inspect the ledger with tool-runner ledger, and see README on repairing it", err))
+	}
+	return nil
+}
+
 // record appends the call's record and returns the answer to send: a,
 // or IO_OR_NUMERIC_ERROR when the record could not be appended (a run
-// the call committed stays committed, and the message says so).
-func (s *Service) record(in Input, o outcome, a Answer) Answer {
+// the call committed stays committed, and the message says so). It
+// appends through the call's hold on the lock, which analyze took before
+// its commit or the record takes now, and releases it.
+func (s *Service) record(in Input, o outcome, a Answer, hold *ledgerHold) Answer {
+	defer hold.release()
 	engine, err := s.p.Engine.Identity()
 	if err != nil {
 		return s.unrecorded(o, classify(appendingLedger, "", err))
@@ -100,9 +157,7 @@ func (s *Service) record(in Input, o outcome, a Answer) Answer {
 	if o.committed != "" {
 		rec.RunID, rec.ResultSHA256 = &o.committed, &o.resultSHA256
 	}
-	s.appends.Lock()
-	defer s.appends.Unlock()
-	err = s.p.Ledger.Append(s.ledger, LedgerWaitSeconds*time.Second, func(last []byte) ([]byte, error) {
+	line := func(last []byte) ([]byte, error) {
 		rec.Seq, rec.Prev = 1, zeroHash
 		if last != nil {
 			prev, err := parseRecord(last)
@@ -113,8 +168,17 @@ func (s *Service) record(in Input, o outcome, a Answer) Answer {
 		}
 		rec.Time = s.p.Clock.Now().UTC().Format(time.RFC3339Nano)
 		return encodeRecord(rec)
-	})
-	if err != nil {
+	}
+	if hold.held == nil {
+		// The record is the call's outcome, already decided: it waits its
+		// whole time, whatever cancels the call meanwhile.
+		held, err := s.p.Ledger.Lock(context.Background(), s.ledger, LedgerWaitSeconds*time.Second)
+		if err != nil {
+			return s.unrecorded(o, classify(appendingLedger, "", err))
+		}
+		hold.held = held
+	}
+	if err := hold.held.Append(line); err != nil {
 		return s.unrecorded(o, classify(appendingLedger, "", err))
 	}
 	return a

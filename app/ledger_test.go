@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
+	"github.com/spf13/afero"
 
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
@@ -26,10 +28,14 @@ import (
 type faultyLedger struct {
 	ports.LedgerStore
 	lastErr   error  // LastLine fails with it
-	appendErr error  // Append fails with it, before building the record
-	lastSeen  []byte // non-nil: the last line Append hands the record, as if it changed meanwhile
-	panics    bool   // Append panics
+	lockErr   error  // Lock fails with it
+	appendErr error  // the held ledger's Append fails with it, before building the record
+	lastSeen  []byte // non-nil: the last line the held ledger shows, as if it changed meanwhile
+	panics    bool   // the held ledger's Append panics
 	appended  int
+	// onAppend, when set, sees every record appended, before it is.
+	onAppend func()
+	held     bool // a lock is held
 }
 
 func (f *faultyLedger) LastLine(ctx context.Context, rel string) ([]byte, error) {
@@ -39,7 +45,33 @@ func (f *faultyLedger) LastLine(ctx context.Context, rel string) ([]byte, error)
 	return f.LedgerStore.LastLine(ctx, rel)
 }
 
-func (f *faultyLedger) Append(rel string, wait time.Duration, record func([]byte) ([]byte, error)) error {
+func (f *faultyLedger) Lock(ctx context.Context, rel string, wait time.Duration) (ports.HeldLedger, error) {
+	if f.lockErr != nil {
+		return nil, f.lockErr
+	}
+	h, err := f.LedgerStore.Lock(ctx, rel, wait)
+	if err != nil {
+		return nil, err
+	}
+	f.held = true
+	return &faultyHeld{HeldLedger: h, f: f}, nil
+}
+
+// faultyHeld is the held ledger of a faultyLedger.
+type faultyHeld struct {
+	ports.HeldLedger
+	f *faultyLedger
+}
+
+func (h *faultyHeld) LastLine() ([]byte, error) {
+	if h.f.lastSeen != nil {
+		return h.f.lastSeen, nil
+	}
+	return h.HeldLedger.LastLine()
+}
+
+func (h *faultyHeld) Append(record func([]byte) ([]byte, error)) error {
+	f := h.f
 	if f.appendErr != nil {
 		return f.appendErr
 	}
@@ -53,8 +85,16 @@ func (f *faultyLedger) Append(rel string, wait time.Duration, record func([]byte
 		}
 		return err
 	}
+	if f.onAppend != nil {
+		f.onAppend()
+	}
 	f.appended++
-	return f.LedgerStore.Append(rel, wait, record)
+	return h.HeldLedger.Append(record)
+}
+
+func (h *faultyHeld) Release() error {
+	h.f.held = false
+	return h.HeldLedger.Release()
 }
 
 // withLedger runs requests over m with its ledger store replaced by f.
@@ -101,24 +141,24 @@ func TestAFailedAppendIsTheAnswerAndACommittedRunStays(t *testing.T) {
 	tests := []struct {
 		name      string
 		request   func(digest string) string
-		appendErr error
+		fault     faultyLedger
 		message   []string // what the message must say
 		committed bool
 	}{
-		{"after a commit", func(d string) string { return analyzeReq("r1", d) }, errors.New("input/output error"),
+		{"after a commit", func(d string) string { return analyzeReq("r1", d) }, faultyLedger{appendErr: errors.New("input/output error")},
 			[]string{"recording the call in the ledger failed", "run r1 was committed and stays committed"}, true},
-		{"after a refusal", func(string) string { return analyzeReq("r1", strings.Repeat("0", 64)) }, errors.New("input/output error"),
+		{"after a refusal", func(string) string { return analyzeReq("r1", strings.Repeat("0", 64)) }, faultyLedger{appendErr: errors.New("input/output error")},
 			[]string{"recording the call in the ledger failed", "the call's own outcome was STALE_CONTEXT"}, false},
-		{"after an inspection", func(string) string { return inspect("i2") }, fmt.Errorf("write: %w", ports.ErrNoSpace),
+		{"after an inspection", func(string) string { return inspect("i2") }, faultyLedger{appendErr: fmt.Errorf("write: %w", ports.ErrNoSpace)},
 			[]string{"(no space left on the device", "the call's own outcome was success"}, false},
-		{"behind another process's lock", func(string) string { return inspect("i2") }, ports.ErrBusy,
-			[]string{"stayed locked by another process for 10 s", "was not recorded"}, false},
+		{"behind other calls' lock", func(string) string { return inspect("i2") }, faultyLedger{lockErr: ports.ErrBusy},
+			[]string{"waited 10 s for the ledger's lock, to record itself", "held it or were ahead in line", "was not recorded", "the call's own outcome was success"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			m := newMem(t, shippedFixture(t))
-			run := m.withLedger(&faultyLedger{appendErr: tt.appendErr})
+			run := m.withLedger(&tt.fault)
 			r := run(tt.request(m.digest()), "--workspace", wsRoot, "--output-dir", "runs", "--ledger", "ledger.jsonl")
 			is.Equal(r.code(), "IO_OR_NUMERIC_ERROR")
 			is.Equal(r.Exit, 1)
@@ -130,6 +170,87 @@ func TestAFailedAppendIsTheAnswerAndACommittedRunStays(t *testing.T) {
 			is.Equal(m.memLedger("ledger.jsonl"), nil) // no record
 		})
 	}
+}
+
+// With a ledger, analyze takes the ledger's lock once its run is staged
+// and makes its last checks (the sources read again, the cancel marker,
+// the ledger's last record), its commit and its record under it (SPEC
+// §11): a lock it cannot have, or a ledger found damaged there, commits
+// nothing, removes the pending directory, and is not recorded.
+func TestAnAnalyzeThatCannotRecordUnderTheLedgersLockCommitsNothing(t *testing.T) {
+	tests := []struct {
+		name    string
+		fault   faultyLedger
+		code    string
+		message []string
+	}{
+		{"a lock not had within the wait", faultyLedger{lockErr: ports.ErrBusy}, "IO_OR_NUMERIC_ERROR",
+			[]string{"waited 10 s for the ledger's lock before its commit", "nothing was committed", "not recorded"}},
+		{"a cancellation while another process holds the lock", faultyLedger{lockErr: context.Canceled}, "CANCELLED",
+			[]string{"cancelled while it waited for another process's lock", "nothing was committed", "not recorded"}},
+		{"a ledger open to others whose mode cannot be changed", faultyLedger{lockErr: ports.ErrLockExposed}, "INVALID_OUTPUT",
+			[]string{"chmod 600", "nothing was committed", "not recorded"}},
+		{"a ledger that is no longer a file", faultyLedger{lockErr: ports.ErrNotRegular}, "INVALID_OUTPUT",
+			[]string{"no longer a regular file", "nothing was committed", "not recorded"}},
+		{"a ledger that cannot be locked", faultyLedger{lockErr: fmt.Errorf("open: %w", ports.ErrNoSpace)}, "IO_OR_NUMERIC_ERROR",
+			[]string{"(no space left on the device", "nothing was committed", "not recorded"}},
+		{"a last record damaged since the pre-check", faultyLedger{lastSeen: []byte("garbage\n")}, "LEDGER_TAMPERED",
+			[]string{"damaged while this call ran", "tool-runner ledger", "nothing was committed", "not recorded"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			m := newMem(t, shippedFixture(t))
+			digest := m.digest()
+			m.run(inspect("i1"), "--workspace", wsRoot, "--ledger", "ledger.jsonl")
+			before := string(m.read("ledger.jsonl"))
+			r := m.withLedger(&tt.fault)(analyzeReq("r1", digest), "--workspace", wsRoot, "--output-dir", "runs", "--ledger", "ledger.jsonl")
+			is.Equal(r.code(), tt.code)
+			is.Equal(*r.Body.RequestID, "r1") // decided after the request was read
+			for _, want := range tt.message {
+				is.True(strings.Contains(r.Body.Error.Message, want)) // the message says it
+			}
+			is.True(!m.exists("runs/r1"))                    // nothing committed
+			is.Equal(m.pending("runs"), []string(nil))       // the pending directory removed
+			is.Equal(string(m.read("ledger.jsonl")), before) // not recorded
+			is.Equal(tt.fault.appended, 0)
+		})
+	}
+}
+
+// The steps of an analyze with a ledger, in order: the sources are read
+// again, the cancel marker is checked just before the commit and the run
+// is committed while the ledger's lock is held, and its record is
+// appended under the same hold, the run already visible.
+func TestAnAnalyzeMakesItsLastChecksAndItsRecordUnderOneHold(t *testing.T) {
+	is := is.New(t)
+	m := newMem(t, shippedFixture(t))
+	digest := m.digest()
+	f := &faultyLedger{}
+	marker := &heldAt{f: f}
+	m.cancel = marker
+	var sawRun, heldThen bool
+	f.onAppend = func() { sawRun, heldThen = m.exists("runs/r1/result.json"), f.held }
+	r := m.withLedger(f)(analyzeReq("r1", digest), "--workspace", wsRoot, "--output-dir", "runs", "--ledger", "ledger.jsonl")
+	is.Equal(r.code(), "")
+	is.Equal(marker.held, []bool{false, false, true}) // before work, before writes, before the commit: only the last under the lock
+	is.True(sawRun)                                   // the record comes after the commit
+	is.True(heldThen)                                 // under the hold the commit was made in
+	is.Equal(f.appended, 1)
+	is.True(!f.held) // released once recorded
+	is.Equal(len(m.memLedger("ledger.jsonl")), 1)
+}
+
+// heldAt is a cancel marker that never appears and remembers, at each
+// check, whether the ledger's lock was held.
+type heldAt struct {
+	f    *faultyLedger
+	held []bool
+}
+
+func (h *heldAt) Cancelled(context.Context) (bool, error) {
+	h.held = append(h.held, h.f.held)
+	return false, nil
 }
 
 // A last line damaged between the call's pre-check and its append is not
@@ -157,7 +278,7 @@ func TestAPreCheckThatCannotReadTheLedgerRunsNothing(t *testing.T) {
 		code string
 		says string
 	}{
-		{ports.ErrBusy, "IO_OR_NUMERIC_ERROR", "locked by another process"},
+		{ports.ErrBusy, "IO_OR_NUMERIC_ERROR", "waited 10 s for a shared lock on the ledger"},
 		{errors.New("input/output error"), "IO_OR_NUMERIC_ERROR", "could not be read"},
 		{ports.ErrNotRegular, "INVALID_OUTPUT", "not a regular file"},
 	}
@@ -277,4 +398,20 @@ func TestARunNamedLikeTheLedgerCollides(t *testing.T) {
 	r = m.run(analyzeReq("calls", digest), "--workspace", wsRoot, "--output-dir", "runs", "--ledger", "runs/calls")
 	is.Equal(r.code(), "OUTPUT_COLLISION") // and again, once the ledger exists
 	is.Equal(len(m.memLedger("runs/calls")), 2)
+}
+
+// pending lists the pending directories in the workspace-relative dir.
+func (m *memWorkspace) pending(dir string) []string {
+	m.t.Helper()
+	entries, err := afero.ReadDir(m.fs, path.Join(wsRoot, dir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		m.t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ports.PendingPrefix) {
+			names = append(names, e.Name())
+		}
+	}
+	return names
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strconv"
 	"strings"
 )
 
@@ -20,9 +21,24 @@ type Options struct {
 	// private and public key; empty when not given. They may lie anywhere.
 	SigningKey string
 	TrustedKey string
+	// ListLimit is K of SPEC §9: over MCP every list that grows with the
+	// data is cut to its first K items. For mcp it is DefaultListLimit
+	// unless --list-limit is given; the other commands have no lists to
+	// cut and leave it 0.
+	ListLimit int
 	// Help asks for the usage text.
 	Help bool
+	// Command is the command these options were given to: the ledger's
+	// place has rules for tool calls that "tool-runner ledger" does not
+	// apply (SPEC §11).
+	Command Command
 }
+
+// The bounds of --list-limit (SPEC §9), and its value when not given.
+const (
+	DefaultListLimit = 10
+	MaxListLimit     = 1000
+)
 
 // Command names a command of tool-runner, for its option rules.
 type Command int
@@ -44,7 +60,10 @@ const (
 // MISSING_WORKSPACE. Messages name the argument's position on the whole
 // command line, never its text, which may hold a path.
 func ParseOptions(cmd Command, args []string) (Options, *Error) {
-	var o Options
+	o := Options{Command: cmd}
+	if cmd == MCP {
+		o.ListLimit = DefaultListLimit
+	}
 	first := 1 // the position of args[0] on the command line
 	if cmd != OneShot {
 		first = 2
@@ -76,11 +95,15 @@ func ParseOptions(cmd Command, args []string) (Options, *Error) {
 			dst = &o.SigningKey
 		case "--trusted-key":
 			dst = &o.TrustedKey
-		default:
-			if strings.HasPrefix(arg, "-") {
-				return Options{}, fail(InvalidOptions, "argument %d is not a known option; see --help", pos)
+		case "--list-limit":
+			if cmd != MCP {
+				// Another command refuses it as any unknown option, so its
+				// answer stays what it was before the option existed.
+				return Options{}, unknownArgument(arg, pos)
 			}
-			return Options{}, fail(InvalidOptions, "argument %d is a positional argument; tool-runner takes none", pos)
+			dst = new(string) // parsed below
+		default:
+			return Options{}, unknownArgument(arg, pos)
 		}
 		if cmd == LedgerCheck && name != "--workspace" && name != "--ledger" {
 			return Options{}, fail(InvalidOptions, "argument %d is an option that tool-runner ledger does not take; it takes --workspace and --ledger", pos)
@@ -104,6 +127,13 @@ func ParseOptions(cmd Command, args []string) (Options, *Error) {
 			return Options{}, fail(InvalidOptions, "%s (argument %d) has a value starting with --", name, pos)
 		}
 		*dst = value
+		if name == "--list-limit" {
+			k, ok := listLimit(value)
+			if !ok {
+				return Options{}, fail(InvalidOptions, "--list-limit (argument %d) must be an integer from 0 to %d", pos, MaxListLimit)
+			}
+			o.ListLimit = k
+		}
 	}
 	switch {
 	case o.Help:
@@ -114,4 +144,25 @@ func ParseOptions(cmd Command, args []string) (Options, *Error) {
 		return Options{}, fail(InvalidOptions, "--ledger is required")
 	}
 	return o, nil
+}
+
+// unknownArgument refuses an argument that is no option of the command.
+func unknownArgument(arg string, pos int) *Error {
+	if strings.HasPrefix(arg, "-") {
+		return fail(InvalidOptions, "argument %d is not a known option; see --help", pos)
+	}
+	return fail(InvalidOptions, "argument %d is a positional argument; tool-runner takes none", pos)
+}
+
+// listLimit parses the value of --list-limit: decimal digits only (no sign,
+// no space, no exponent), from 0 to MaxListLimit.
+func listLimit(value string) (int, bool) {
+	if strings.Trim(value, "0123456789") != "" {
+		return 0, false
+	}
+	k, err := strconv.Atoi(value)
+	if err != nil || k > MaxListLimit {
+		return 0, false
+	}
+	return k, true
 }

@@ -12,14 +12,27 @@ import (
 const ProtocolVersion = "1.0"
 
 // Answer is one call's response, encoded once: the response object of
-// SPEC §3 as compact JSON. The stdio transport writes it as its line, the
-// MCP transport as the call's text and structured content, and the ledger
-// hashes these very bytes.
+// SPEC §3 as compact JSON (over MCP with its lists cut and "truncated",
+// SPEC §9). The stdio transport writes it as its line, the MCP transport
+// as the call's text and structured content, and the ledger hashes these
+// very bytes.
 type Answer struct {
 	// JSON is the response object, compact, without a trailing newline.
 	JSON []byte
 	// Code is the failure's code; empty on success.
 	Code Code
+	// Files are the run files the answer is about, for a transport that
+	// links to them: every file of the run a successful analyze committed,
+	// in the order written, or the result.json of the run a successful
+	// verify_result verified; nil otherwise.
+	Files []RunFile
+}
+
+// RunFile is one file of a committed run.
+type RunFile struct {
+	RunID, Name string
+	// Size is its length in bytes.
+	Size int
 }
 
 // OK reports whether the call succeeded.
@@ -36,6 +49,8 @@ type envelope struct {
 	Error           *wireError `json:"error"`
 	Artifacts       Artifacts  `json:"artifacts"`
 	Verification    disclaimer `json:"verification"`
+	// Truncated is SPEC §9's tenth key, over MCP only; nil over stdio.
+	Truncated *truncation `json:"truncated,omitempty"`
 }
 
 type wireError struct {
@@ -86,6 +101,8 @@ type outcome struct {
 	// SHA256 of its result.json; empty unless analyze committed.
 	committed    string
 	resultSHA256 string
+	// files are the run files the answer is about (Answer.Files).
+	files []RunFile
 }
 
 func refused(c call, e *Error) outcome { return outcome{call: c, err: e} }
@@ -107,7 +124,13 @@ func (o outcome) answer() Answer {
 		env.Status = o.err.Code.Status()
 		env.Error = &wireError{Code: o.err.Code, Message: o.err.Message, Retryable: o.err.Code.Retryable()}
 	}
-	w := jsonOut{b: make([]byte, 0, answerSizeHint(env.Result)), encodedResult: o.resultJSON}
+	encoded := o.resultJSON
+	if o.call.mcp {
+		var t truncation
+		env.Result, t = cutLists(env.Result, o.call.listLimit)
+		env.Truncated, encoded = &t, nil // resultJSON, if any, is the whole result
+	}
+	w := jsonOut{b: make([]byte, 0, answerSizeHint(env.Result)), encodedResult: encoded}
 	var data []byte
 	if w.envelope(&env) {
 		data = w.b
@@ -116,6 +139,9 @@ func (o outcome) answer() Answer {
 		if data, err = marshal(env, ""); err != nil {
 			env.OK, env.Status, env.Result, env.Artifacts = false, "error", nil, Artifacts{}
 			env.Error = &wireError{Code: InternalError, Message: "the response could not be encoded"}
+			if env.Truncated != nil {
+				env.Truncated = &truncation{}
+			}
 			data, _ = marshal(env, "")
 			return Answer{JSON: bytes.TrimSuffix(data, []byte("\n")), Code: InternalError}
 		}
@@ -124,6 +150,8 @@ func (o outcome) answer() Answer {
 	a := Answer{JSON: data}
 	if o.err != nil {
 		a.Code = o.err.Code
+	} else {
+		a.Files = o.files
 	}
 	return a
 }

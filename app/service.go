@@ -5,7 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"io"
-	"sync"
+	"sync/atomic"
 
 	"github.com/metricproof/metricproof/ports"
 )
@@ -51,16 +51,15 @@ type Service struct {
 	trustedKey ed25519.PublicKey
 	// compute admits at most ComputeSlots calls (and resource reads, see
 	// Compute) at a time, in arrival order.
-	compute *turns
+	slots *turns
 	// commits is the output directory's commit turn: one analyze at a
 	// time, taken before it reads anything and before its compute slot,
 	// so that an analyze waiting for it holds no slot.
 	commits *turns
-	// appends admits one ledger append at a time (flock excludes the other
-	// processes), and keeps the pre-checks' reads out of its way: held for
-	// reading around a pre-check, it leaves the flock contended only by
-	// other processes, so a cancelled call stops waiting only for those.
-	appends sync.RWMutex
+	// The ledger's lock needs no mutex here: the store queues this
+	// process's callers itself (ports.LedgerStore).
+	// memo is the last computation from sources read (memo.go).
+	memo atomic.Pointer[memo]
 }
 
 // Open wires the ports for the options and checks what every call needs
@@ -77,7 +76,7 @@ func Open(o Options, wire Wire) (s *Service, e *Error) {
 	if err != nil {
 		return nil, classify(openingWorkspace, "", err)
 	}
-	s = &Service{p: p, closer: closer, opts: o, compute: newTurns(ComputeSlots()), commits: newTurns(1)}
+	s = &Service{p: p, closer: closer, opts: o, slots: newTurns(ComputeSlots()), commits: newTurns(1)}
 	if e := s.readKeys(); e != nil {
 		s.Close()
 		return nil, e
@@ -173,17 +172,20 @@ func (s *Service) Serve(ctx context.Context, in Input) (a Answer) {
 			a = refused(o.call, e).answer()
 		}
 	}()
-	o, recordable := s.decide(ctx, in, adm)
+	hold := &ledgerHold{}
+	defer hold.release()
+	o, recordable := s.decide(ctx, in, adm, hold)
 	a = o.answer()
-	if s.ledger == "" || !recordable {
+	if s.ledger == "" || !recordable || hold.unrecorded {
 		return a
 	}
-	return s.record(in, o, a)
+	return s.record(in, o, a, hold)
 }
 
 // decide runs a call to its outcome. recordable is false for the answers
-// the ledger cannot hold: a ledger that failed its pre-check.
-func (s *Service) decide(ctx context.Context, in Input, adm *admission) (o outcome, recordable bool) {
+// the ledger cannot hold: a ledger that failed its pre-check. hold is the
+// call's hold on the ledger's lock, which analyze may take.
+func (s *Service) decide(ctx context.Context, in Input, adm *admission, hold *ledgerHold) (o outcome, recordable bool) {
 	var c call
 	defer func() {
 		if recover() != nil {
@@ -192,6 +194,7 @@ func (s *Service) decide(ctx context.Context, in Input, adm *admission) (o outco
 	}()
 	if in.Transport == MCPCalls {
 		c = mcpCall(in.Tool, in.Data, s.newCallID)
+		c.mcp, c.listLimit = true, s.opts.ListLimit
 	}
 	if e := s.CheckLedger(ctx); e != nil {
 		return refused(c, e), false
@@ -216,11 +219,11 @@ func (s *Service) decide(ctx context.Context, in Input, adm *admission) (o outco
 	if e != nil {
 		return refused(c, e), true
 	}
-	return s.run(ctx, c, adm), true
+	return s.run(ctx, c, adm, hold), true
 }
 
 // run runs a call that passed every request check, once it has its turn.
-func (s *Service) run(ctx context.Context, c call, adm *admission) outcome {
+func (s *Service) run(ctx context.Context, c call, adm *admission, hold *ledgerHold) outcome {
 	if c.tool != ToolInspect && s.opts.OutputDir == "" {
 		return refused(c, fail(MissingContext, "%s needs --output-dir, chosen by the operator", c.tool))
 	}
@@ -246,10 +249,16 @@ func (s *Service) run(ctx context.Context, c call, adm *admission) outcome {
 		o.result, o.err = s.inspect(ctx)
 	case ToolAnalyze:
 		var run committedRun
-		run, o.err = s.analyze(ctx, c.id, c.digest)
+		// Over MCP the answer holds only the first K of each list: the
+		// whole result is not encoded ahead for it.
+		run, o.err = s.analyze(ctx, c.id, c.digest, !c.mcp, hold)
 		o.result, o.resultJSON, o.artifacts, o.committed, o.resultSHA256 = run.result, run.resultJSON, run.artifacts, run.id, run.resultSHA256
+		o.files = run.files
 	case ToolVerify:
-		o.result, o.err = s.verify(ctx, c.runID)
+		var v VerifyResult
+		var resultSize int
+		v, resultSize, o.err = s.verify(ctx, c.runID)
+		o.result, o.files = v, []RunFile{{RunID: c.runID, Name: ResultFile, Size: resultSize}}
 	}
 	if o.err != nil {
 		return refused(c, o.err)
@@ -279,3 +288,7 @@ func (s *Service) checkCancel(ctx context.Context, point string) *Error {
 
 // newCallID assigns a call ID from the clock.
 func (s *Service) newCallID() string { return callID(s.p.Clock.Now()) }
+
+// ListLimit is K of SPEC §9, the length the MCP answers cut their lists
+// to, for the options in force.
+func (s *Service) ListLimit() int { return s.opts.ListLimit }

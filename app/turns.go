@@ -110,7 +110,7 @@ func (s *Service) arrive(in Input) *admission {
 	case in.Tool == ToolAnalyze:
 		a.commit = s.commits.arrive()
 	default:
-		a.compute = s.compute.arrive()
+		a.compute = s.slots.arrive()
 	}
 	return a
 }
@@ -129,7 +129,7 @@ func (a *admission) take(ctx context.Context, tool string) *Error {
 		}
 	}
 	if a.compute == nil { // an analyze arrives at the compute slots once it has its turn
-		a.compute = a.s.compute.arrive()
+		a.compute = a.s.slots.arrive()
 	}
 	if !a.compute.wait(ctx) {
 		return a.s.checkCancel(ctx, "while waiting for a compute slot")
@@ -161,7 +161,7 @@ func (a *admission) release() {
 // reads take it around their read; the tool calls take theirs inside
 // [Service.Serve].
 func (s *Service) Compute(ctx context.Context) (release func(), err error) {
-	p := s.compute.arrive()
+	p := s.slots.arrive()
 	if !p.wait(ctx) {
 		return nil, ctx.Err()
 	}

@@ -74,6 +74,11 @@ type audit struct {
 	fresh          domain.Result
 	freshBytes     []byte
 	computeErr     error
+	// freshSum is the SHA256 of freshBytes; resultIsFresh reports that
+	// result.json is byte for byte freshBytes, so freshSum is its SHA256
+	// too. Filled by shapes.
+	freshSum      string
+	resultIsFresh bool
 }
 
 // recompute reads the current sources and computes their result, once.
@@ -90,29 +95,30 @@ func (a *audit) recompute() {
 	if a.snap, a.readErr = a.s.readSources(); a.readErr != nil {
 		return
 	}
-	if _, a.fresh, a.computeErr = compute(a.snap); a.computeErr != nil {
+	if _, a.fresh, a.computeErr = a.s.compute(a.snap); a.computeErr != nil {
 		return
 	}
-	a.freshBytes = encodeResult(&a.fresh, len(a.result))
+	a.freshBytes, a.freshSum = a.s.savedResult(a.snap, &a.fresh, len(a.result))
 }
 
 // verify re-reads the run O/runID, checks every byte and binding against
 // the current sources and engine, recomputes the result, and names the
-// first fault. It writes nothing.
-func (s *Service) verify(ctx context.Context, runID string) (VerifyResult, *Error) {
+// first fault. It writes nothing. resultSize is the length of the run's
+// result.json.
+func (s *Service) verify(ctx context.Context, runID string) (_ VerifyResult, resultSize int, _ *Error) {
 	if e := s.checkCancel(ctx, "before work"); e != nil {
-		return VerifyResult{}, e
+		return VerifyResult{}, 0, e
 	}
 	out, e := s.outputLocation(false)
 	if e != nil {
-		return VerifyResult{}, e
+		return VerifyResult{}, 0, e
 	}
 	a := &audit{s: s, runID: runID}
 	if out.Exists {
 		var err error
 		a.run, err = s.p.Evidence.ReadRun(out.Rel, runID, savedFiles(), MaxSavedBytes)
 		if err != nil {
-			return VerifyResult{}, classify(readingRun, runID, err)
+			return VerifyResult{}, 0, classify(readingRun, runID, err)
 		}
 	}
 	var done []string
@@ -121,7 +127,7 @@ func (s *Service) verify(ctx context.Context, runID string) (VerifyResult, *Erro
 			continue
 		}
 		if err := c.run(a); err != nil {
-			return VerifyResult{}, classify(c.step, runID, err)
+			return VerifyResult{}, 0, classify(c.step, runID, err)
 		}
 		done = append(done, c.name)
 	}
@@ -132,7 +138,7 @@ func (s *Service) verify(ctx context.Context, runID string) (VerifyResult, *Erro
 		ReleaseEligible: a.parsedResult.Release.Eligible,
 		HumanApproval:   domain.HumanApprovalNone,
 		Checks:          done,
-	}, nil
+	}, len(a.result), nil
 }
 
 // present: the run exists and none of its three files is missing.
@@ -175,8 +181,9 @@ func (a *audit) shapes() error {
 	}
 	a.result, a.receipt, a.checksums, a.attestation = data[ResultFile], data[ReceiptFile], data[ChecksumsFile], data[AttestationFile]
 	a.recompute()
+	a.resultIsFresh = a.freshBytes != nil && bytes.Equal(a.freshBytes, a.result)
 	switch {
-	case a.freshBytes != nil && bytes.Equal(a.freshBytes, a.result):
+	case a.resultIsFresh:
 		a.parsedResult = a.fresh // this engine's own encoding: strict JSON of the shape
 	case !decodeShape(a.result, &a.parsedResult):
 		return found("%s of run %s is not strict JSON of a result's shape", ResultFile, a.runID)
@@ -212,7 +219,10 @@ func (a *audit) receiptBound() error {
 // resultBound: the result's bytes match the checksum map and the receipt,
 // and it names the receipt's sources and definition.
 func (a *audit) resultBound() error {
-	sum := domain.SHA256Hex(a.result)
+	sum := a.freshSum // the same bytes, already hashed
+	if !a.resultIsFresh {
+		sum = domain.SHA256Hex(a.result)
+	}
 	switch {
 	case sum != a.parsedChecksums.Result:
 		return found("the bytes of %s differ from %s", ResultFile, ChecksumsFile)
@@ -267,7 +277,7 @@ func (a *audit) recomputed() error {
 	if a.computeErr != nil {
 		return a.computeErr
 	}
-	if !bytes.Equal(a.freshBytes, a.result) {
+	if !a.resultIsFresh && !bytes.Equal(a.freshBytes, a.result) {
 		return found("a fresh computation over the same sources differs from %s", ResultFile)
 	}
 	return nil

@@ -252,6 +252,7 @@ func TestSchemasRefuseDocumentsThatBreakThem(t *testing.T) {
 		{"statement subject with an extra key", "statement", "statement", set(1, "subject", 1, "extra")},
 		{"statement whose predicate is not a receipt", "statement", "statement", set(1, "predicate", "extra")},
 		{"statement without a predicate type", "statement", "statement", del("predicateType")},
+		{"statement whose predicate names no signer", "statement", "statement", del("predicate", "signer")},
 		// attestation
 		{"attestation with an extra key", "attestation", "attestation", set(1, "extra")},
 		{"attestation with a bad payload", "attestation", "attestation", set("not base64!", "payload")},

@@ -396,6 +396,9 @@ func openObjects(doc any) []string {
 		if !typed && !hasProps && !hasRequired && !hasAdditional {
 			return
 		}
+		if narrowsAllOf(m, path) {
+			return
+		}
 		switch {
 		case !typed:
 			faults = append(faults, path+": object keywords without type object")
@@ -414,6 +417,24 @@ func openObjects(doc any) []string {
 	})
 	return faults
 }
+
+// narrowsAllOf reports whether m, at path, is a member of an allOf that
+// only requires more of the properties its siblings declare (the
+// predicate of a statement is a receipt that names its signer): it adds no
+// property, so it cannot open an object.
+func narrowsAllOf(m map[string]any, path string) bool {
+	if !allOfMember.MatchString(path) {
+		return false
+	}
+	for k := range m {
+		if k != "required" && k != "description" {
+			return false
+		}
+	}
+	return true
+}
+
+var allOfMember = regexp.MustCompile(`/allOf/[0-9]+$`)
 
 // refFaults lists the $refs of doc that are not the only key of their
 // object.
@@ -507,6 +528,9 @@ func TestTheStructureChecksFindOpenObjectsAndRefsWithSiblings(t *testing.T) {
 		`{"type": "array", "items": {"type": "object", "properties": {}}}`,
 		`{"type": "object", "properties": {"a": {"type": "object"}}, "additionalProperties": false}`,
 		`{"type": "object", "properties": {}, "additionalProperties": false, "allOf": [{"if": {"properties": {}}, "then": {"properties": {}, "additionalProperties": false}}]}`,
+		`{"required": ["a"]}`,
+		`{"anyOf": [{"$ref": "#/$defs/x"}, {"required": ["a"]}]}`,
+		`{"allOf": [{"$ref": "#/$defs/x"}, {"required": ["a"], "properties": {"b": {}}}]}`,
 	}
 	for _, text := range open {
 		var doc any
@@ -520,6 +544,9 @@ func TestTheStructureChecksFindOpenObjectsAndRefsWithSiblings(t *testing.T) {
 	var doc any
 	is.New(t).NoErr(json.Unmarshal([]byte(closed), &doc))
 	is.New(t).Equal(openObjects(doc), []string(nil)) // a closed schema passes
+	narrowed := `{"allOf": [{"$ref": "#/$defs/x"}, {"required": ["a"], "description": "d"}]}`
+	is.New(t).NoErr(json.Unmarshal([]byte(narrowed), &doc))
+	is.New(t).Equal(openObjects(doc), []string(nil)) // requiring more of a closed schema keeps it closed
 
 	for _, text := range []string{
 		`{"$ref": "#/$defs/x", "description": "d"}`,

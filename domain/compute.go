@@ -2,17 +2,24 @@ package domain
 
 import (
 	"slices"
+	"strings"
+
+	"github.com/cockroachdb/apd/v3"
 )
 
 // Compute runs the synthetic-v1 calculation over validated records. The
 // source digest is carried into the result unchanged. The only error is a
 // [NumericError], which valid sources cannot cause.
 func Compute(in Inputs, sourceDigest string) (Result, error) {
-	conv, err := conversion(in.Groups)
+	ctx := newContext()
+	conv, err := conversion(ctx, in.Groups)
 	if err != nil {
 		return Result{}, err
 	}
-	rev, missing := revenue(in.Transactions)
+	rev, missing, err := revenue(ctx, in.Transactions)
+	if err != nil {
+		return Result{}, err
+	}
 	join := customerJoin(in.Transactions, in.Customers)
 	return Result{
 		DefinitionID: DefinitionID,
@@ -25,43 +32,57 @@ func Compute(in Inputs, sourceDigest string) (Result, error) {
 	}, nil
 }
 
-func conversion(groups []Group) (Conversion, error) {
+// conversion pools the groups' counts. The sums are of integers of at most
+// 12 digits over at most 10,000 rows, far inside int64.
+func conversion(ctx *apd.Context, groups []Group) (Conversion, error) {
 	c := Conversion{Method: MethodPooled}
 	for _, g := range groups {
 		c.Successes += g.Successes
 		c.Eligible += g.Eligible
 	}
-	rate, err := FormatRate(c.Successes, c.Eligible)
+	rate, err := rate(ctx, c.Successes, c.Eligible)
 	c.Rate = rate
 	return c, err
 }
 
-// revenue computes each contribution exactly, in integers (fixed.go), and
-// returns the IDs of the transactions whose price is blank, in file order.
-// The money strings share one backing string, and the pointers one array.
-func revenue(txs []Transaction) (Revenue, []string) {
-	var subtotal sum192
+// revenue computes each contribution, quantity × unit_price ×
+// (1 − discount), and their sum in ctx, and returns the IDs of the
+// transactions whose price is blank, in file order. The decimals are set
+// from the parsed integers (1 − discount from the discount's millionths, see
+// [Amount.complement]) and reused row after row; the money strings share
+// one string, and the pointers one array.
+func revenue(ctx *apd.Context, txs []Transaction) (Revenue, []string, error) {
 	r := Revenue{Units: RevenueUnits, TotalRows: len(txs), Contributions: make([]Contribution, len(txs))}
 	missing := []string{}
-	text := make([]byte, 0, 24*len(txs))
-	ends := make([]int, len(txs))
+	// The money strings are written into one builder, whose String does
+	// not copy, and cut out of it at the end: no string a row.
+	var text strings.Builder
+	text.Grow(24 * len(txs))
+	var scratch [96]byte // a money string of SPEC §4's numbers has at most 44 bytes
+	ends := make([]int32, len(txs))
+	var quantity, price, keep, gross, net, subtotal apd.Decimal
 	for i := range txs {
 		t := &txs[i]
 		r.Contributions[i].TransactionID = t.ID
-		ends[i] = len(text)
+		ends[i] = int32(text.Len())
 		if !t.PriceKnown {
 			missing = append(missing, t.ID)
 			continue
 		}
-		v, neg := netRevenue(t.Quantity, t.UnitPrice, t.Discount)
-		subtotal.add(v, neg)
-		text = appendMoney(text, []uint64{v.lo, v.hi}, neg)
-		ends[i] = len(text)
+		quantity.SetInt64(t.Quantity)
+		t.UnitPrice.decimal(&price)
+		t.Discount.complement(&keep)
+		if !exact(ctx.Mul(&gross, &quantity, &price)) || !exact(ctx.Mul(&net, &gross, &keep)) ||
+			!exact(ctx.Add(&subtotal, &subtotal, &net)) {
+			return Revenue{}, nil, &NumericError{What: "net revenue of transaction " + t.ID}
+		}
+		text.Write(appendMoney(scratch[:0], &net))
+		ends[i] = int32(text.Len())
 		r.KnownRows++
 	}
-	all := string(text)
+	all := text.String()
 	values := make([]string, r.KnownRows)
-	start, k := 0, 0
+	start, k := int32(0), 0
 	for i := range txs {
 		if ends[i] > start {
 			values[k] = all[start:ends[i]]
@@ -70,13 +91,12 @@ func revenue(txs []Transaction) (Revenue, []string) {
 		}
 		start = ends[i]
 	}
-	words, neg := subtotal.magnitude()
-	r.KnownSubtotal = string(appendMoney(nil, words[:], neg))
+	r.KnownSubtotal = string(appendMoney(nil, &subtotal))
 	if r.KnownRows == r.TotalRows {
 		total := r.KnownSubtotal
 		r.CompleteTotal = &total
 	}
-	return r, missing
+	return r, missing, nil
 }
 
 func customerJoin(txs []Transaction, customers []Customer) CustomerJoin {

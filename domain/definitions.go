@@ -1,6 +1,8 @@
 package domain
 
 import (
+	"bytes"
+
 	"github.com/metricproof/metricproof/domain/strictjson"
 )
 
@@ -37,8 +39,12 @@ func (e *DefinitionsError) Error() string {
 
 // CheckDefinitions accepts data only when it is strict JSON equal, as a JSON
 // value, to [Contract]: key order and white space are free, numbers compare
-// by exact decimal value (80 equals 80.0), and true never equals 1.
+// by exact decimal value (80 equals 80.0), and true never equals 1. A file
+// that starts with a byte order mark is refused for the mark, with the fix.
 func CheckDefinitions(data []byte) error {
+	if bytes.HasPrefix(data, []byte(byteOrderMark)) {
+		return &DefinitionsError{Reason: "starts with a byte order mark, which strict JSON refuses; " + fixBOM}
+	}
 	got, err := strictjson.Parse(data)
 	if err != nil {
 		return &DefinitionsError{Reason: "not strict JSON: " + err.Error()}

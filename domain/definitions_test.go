@@ -48,7 +48,7 @@ func TestDefinitionsThatDifferAreRefused(t *testing.T) {
 		{"a duplicate key", strings.Replace(c, `"synthetic": true,`, `"synthetic": true, "synthetic": true,`, 1), "not strict JSON: duplicate key"},
 		{"NaN", strings.Replace(c, `80`, `NaN`, 1), "not strict JSON"},
 		{"two documents", c + "{}", "not strict JSON: data after the JSON document"},
-		{"byte order mark", "\xEF\xBB\xBF" + c, "not strict JSON"},
+		{"byte order mark", "\xEF\xBB\xBF" + c, ": starts with a byte order mark, which strict JSON refuses; save the file as UTF-8 without a byte order mark"},
 		{"empty file", "", "not strict JSON: empty input"},
 		{"an array", "[]", "at $"},
 	}

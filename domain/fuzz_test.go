@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/domain/strictjson"
@@ -24,12 +26,18 @@ import (
 //   - FuzzParseSources: any bytes as one source never panic, fail only with
 //     the package's own error types naming file, line and column, never echo
 //     the data, and when accepted compute a well-formed, exactly right result.
-//   - FuzzCSVMatchesEncodingCSV: each CSV parser (ParseTransactions,
-//     ParseGroups, ParseCustomers) accepts exactly what encoding/csv reads
-//     into records that pass the rules of SPEC §4 (re-stated here with
-//     regular expressions and math/big), keeps every field byte for byte
-//     (numbers up to leading zeros, which a number cannot keep), and refuses
-//     with a file, line and column inside the input's bounds.
+//   - FuzzCSVParsersKeepTheRules: each CSV parser (ParseTransactions,
+//     ParseGroups, ParseCustomers) accepts exactly what passes the rules of
+//     SPEC §4, re-stated here on the raw bytes and, with regular
+//     expressions and math/big, on the records encoding/csv reads; keeps
+//     every field byte for byte (numbers by value: leading and trailing zeros
+//     are not kept); and refuses with a file, line and column inside
+//     the input's bounds.
+//   - FuzzFirstFaultIsTheOneFaultMessage: whatever else a CSV source
+//     holds, the first line of its message is the message of the same
+//     bytes cut after the first fault's line, where no later fault can be;
+//     the message lists at most 20 faults, one a line, and stays under
+//     4 KiB.
 //   - FuzzFormatRate: the rate equals a math/big.Rat half-even rounding.
 //
 // Run one with, for example:
@@ -74,17 +82,31 @@ var fuzzVocabulary = func() []string {
 		}
 	}
 	v = append(v,
-		"starts with a byte order mark; sources are UTF-8 without one",
+		"starts with a byte order mark", "save the file as UTF-8 without a byte order mark",
+		"starts with a byte order mark, which strict JSON refuses",
 		"carriage return without a line feed; lines end in LF or CRLF",
 		"text after a closing quote", "quote inside an unquoted field",
 		"quoted field is not closed", "line break inside a quoted field",
-		"invalid UTF-8", "no header row", "header is missing column",
+		"holds a byte that is not UTF-8", "save the file as UTF-8 (Latin-1 and Windows-1252 exports are not)",
+		"fields are separated by commas; this header uses semicolons",
+		"fields are separated by commas; this header uses tabs",
+		"uses thousands separators", "write 1234.50 without thousands separators",
+		"write 1234 without thousands separators", "has a currency symbol",
+		"write the number alone, without a currency symbol",
+		"has a currency symbol and thousands separators",
+		"write 1234.50 alone, without a currency symbol or thousands separators",
+		"write 1234 alone, without a currency symbol or thousands separators",
+		"is blank; a segment is 1 to 64 characters", "is longer than 64 characters",
+		"holds a control character (a tab, a line break, …)", "begins or ends with a space",
+		"remove the spaces at either end", "more faults in", "more fault in",
+		"no header row", "header is missing column",
 		"header column must be", "header has more than", "columns",
 		"fields; the header has", "field; the header has", "row has",
 		"not an ID (1 to 64 ASCII letters, digits, '_' or '-', starting with a letter or digit)",
 		"not a nonnegative integer (plain notation, 1 to 12 digits)",
 		"not an integer (plain notation, optional '-', 1 to 12 digits)",
 		"not a nonnegative decimal (plain notation, 1 to 12 integer and at most 6 fractional digits), or blank when unknown",
+		"is data row 10001; a source holds at most 10000 data rows, so the rows after it were not checked",
 		"repeats the transaction_id of line", "repeats the group_id of line",
 		"not a decimal in [0, 1] (plain notation, at most 6 fractional digits)",
 		"successes exceeds eligible",
@@ -496,27 +518,30 @@ func FuzzFormatRate(f *testing.F) {
 	})
 }
 
-// The oracle of FuzzCSVMatchesEncodingCSV re-states SPEC §4 on the records
-// encoding/csv reads (Comma ',', no comment character, LazyQuotes false,
-// TrimLeadingSpace false, FieldsPerRecord the header's count). It is exact,
-// in both directions, for these reasons:
-//
-//   - Both skip empty lines (LF or CRLF) and end records at LF or CRLF, and
-//     both refuse a bare quote, text after a closing quote, an unclosed
-//     quote and a wrong field count.
-//   - Where they differ on structure, the strict reader refuses and the
-//     oracle refuses too: a CR not followed by LF is refused outright (the
-//     oracle's one precondition on the raw bytes; encoding/csv would drop a
-//     CR before EOF), and anything else the strict reader refuses but
-//     encoding/csv reads (a line break inside quotes, invalid UTF-8, a byte
-//     order mark) ends up inside a field, where no header name, ID or
-//     number of SPEC §4 can hold it.
+// The oracle of FuzzCSVParsersKeepTheRules re-states SPEC §4: first on the
+// raw bytes, the one rule it cannot see in records (a CR not followed by
+// LF, which encoding/csv reads into a field or drops before EOF), then on
+// the records encoding/csv reads (Comma ',', no comment character,
+// LazyQuotes false, TrimLeadingSpace false, FieldsPerRecord the header's
+// count). The other rules stricter than encoding/csv (a line break inside
+// quotes, invalid UTF-8, a byte order mark) end up inside a field, where no
+// header name, ID or number of SPEC §4 can hold them.
 var (
 	idRE     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 	countRE  = regexp.MustCompile(`^[0-9]{1,12}$`)
 	signedRE = regexp.MustCompile(`^-?[0-9]{1,12}$`)
 	amountRE = regexp.MustCompile(`^[0-9]{1,12}(\.[0-9]{1,6})?$`)
 )
+
+// isLabel re-states SPEC §4's segment: 1 to 64 code points of valid
+// UTF-8, none of Unicode category Cc, no U+0020 at either end.
+func isLabel(s string) bool {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) < 1 || utf8.RuneCountInString(s) > 64 ||
+		strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") {
+		return false
+	}
+	return !strings.ContainsFunc(s, func(r rune) bool { return unicode.Is(unicode.Cc, r) })
+}
 
 // oracleRecords returns the data records encoding/csv reads from data when
 // they pass the rules of SPEC §4 for file, or the reason they do not.
@@ -572,15 +597,18 @@ func oracleRecords(file string, data []byte) ([][]string, string) {
 				return bad("successes exceeds eligible")
 			}
 		case domain.CustomersFile:
-			if !idRE.MatchString(f[0]) || !idRE.MatchString(f[1]) {
-				return bad("IDs")
+			if !idRE.MatchString(f[0]) {
+				return bad("customer_id")
+			}
+			if !isLabel(f[1]) {
+				return bad("segment")
 			}
 		}
 	}
 	return rows, ""
 }
 
-func FuzzCSVMatchesEncodingCSV(f *testing.F) {
+func FuzzCSVParsersKeepTheRules(f *testing.F) {
 	add := func(which uint8, s string) { f.Add(which, []byte(s)) }
 	add(0, fixtureTransactions)
 	add(1, fixtureGroups)
@@ -607,9 +635,8 @@ func FuzzCSVMatchesEncodingCSV(f *testing.F) {
 		file := fuzzSources[int(which)%3]
 		want, why := oracleRecords(file, data)
 		// Every field is compared byte for byte; a number, which the
-		// records keep as a number, compares with its text in canonical
-		// form (leading zeros of the integer part dropped, the fractional
-		// digits kept as written: "007.50" is 7.50).
+		// records keep as a number, compares with its value written in
+		// canonical form ("007.50" is 7.5).
 		var got [][]string
 		var err error
 		switch file {
@@ -644,10 +671,10 @@ func FuzzCSVMatchesEncodingCSV(f *testing.F) {
 		}
 		accepted := err == nil
 		if accepted != (why == "") {
-			t.Fatalf("%s: strict reader error %v, oracle refusal %q, for %q", file, err, why, data)
+			t.Fatalf("%s: parser error %v, oracle refusal %q, for %q", file, err, why, data)
 		}
 		if accepted && (len(got) != len(want) || !slices.EqualFunc(got, want, slices.Equal[[]string])) {
-			t.Fatalf("%s: strict reader read %q, encoding/csv %q", file, got, want)
+			t.Fatalf("%s: parser read %q, the oracle %q", file, got, want)
 		}
 		if !accepted {
 			checkPlace(t, file, data, err)
@@ -655,23 +682,25 @@ func FuzzCSVMatchesEncodingCSV(f *testing.F) {
 	})
 }
 
-// canonicalNumber drops the leading zeros of a plain number's integer part
-// and a minus sign before zero, keeping its fractional digits as written;
-// blank stays blank.
+// canonicalNumber writes a plain number's value as the records keep it:
+// leading zeros of the integer part, trailing zeros of the fraction, a
+// trailing point and a minus sign before zero dropped ("007.50" is
+// "7.5"); blank stays blank.
 func canonicalNumber(s string) string {
 	if s == "" {
 		return s
 	}
 	neg := strings.HasPrefix(s, "-")
-	intPart, frac, hasFrac := strings.Cut(strings.TrimPrefix(s, "-"), ".")
+	intPart, frac, _ := strings.Cut(strings.TrimPrefix(s, "-"), ".")
 	intPart = strings.TrimLeft(intPart, "0")
+	frac = strings.TrimRight(frac, "0")
 	if intPart == "" {
 		intPart = "0"
 	}
-	if neg && (intPart != "0" || strings.Trim(frac, "0") != "") {
+	if neg && (intPart != "0" || frac != "") {
 		intPart = "-" + intPart
 	}
-	if hasFrac {
+	if frac != "" {
 		return intPart + "." + frac
 	}
 	return intPart
@@ -688,14 +717,21 @@ func checkPlace(t *testing.T, file string, data []byte, err error) {
 	var le *domain.LimitError
 	switch {
 	case errors.As(err, &de):
-		if de.File != file || de.Line < 1 || de.Line > len(lines) {
-			t.Fatalf("%+v names a line outside the %d of the input", *de, len(lines))
+		if de.File != file || len(de.More) > domain.MaxListedFaults-1 || de.Unlisted < 0 || (de.Unlisted > 0 && len(de.More) < domain.MaxListedFaults-1) {
+			t.Fatalf("%+v: another file, or not the first 20 faults listed", *de)
 		}
-		if fields := bytes.Count(lines[de.Line-1], []byte(",")) + 1; de.Column < 1 || de.Column > fields+1 {
-			t.Fatalf("%+v names a column outside the %d fields line %d can hold", *de, fields, de.Line)
-		}
-		if de.Field != "" && (de.Column > len(fuzzHeaders[file]) || fuzzHeaders[file][de.Column-1] != de.Field) {
-			t.Fatalf("%+v names a field that is not its column's", *de)
+		all := append([]domain.Fault{de.Fault}, de.More...)
+		for i, f := range all {
+			if f.Line < 1 || f.Line > len(lines) || (i > 0 && f.Line < all[i-1].Line) {
+				t.Fatalf("%+v: fault %d names a line outside the %d of the input, or out of order", *de, i, len(lines))
+			}
+			fields := bytes.Count(lines[f.Line-1], []byte(",")) + 1
+			if (f.Column < 1 && (i == 0 || !strings.HasPrefix(f.Reason, "is data row"))) || f.Column > fields+1 {
+				t.Fatalf("%+v: fault %d names a column outside the %d fields line %d can hold", *de, i, fields, f.Line)
+			}
+			if f.Field != "" && (f.Column > len(fuzzHeaders[file]) || fuzzHeaders[file][f.Column-1] != f.Field) {
+				t.Fatalf("%+v: fault %d names a field that is not its column's", *de, i)
+			}
 		}
 	case errors.As(err, &le):
 		if le.File != file || le.Line < domain.MaxDataRows+2 || le.Line > len(lines) {
@@ -707,4 +743,65 @@ func checkPlace(t *testing.T, file string, data []byte, err error) {
 	if !strings.HasPrefix(err.Error(), file+": line ") {
 		t.Fatalf("message does not name the file and line: %v", err)
 	}
+}
+
+func FuzzFirstFaultIsTheOneFaultMessage(f *testing.F) {
+	add := func(which uint8, s string) { f.Add(which, []byte(s)) }
+	add(0, "\xEF\xBB\xBFtransaction_id;customer_id;quantity;unit_price;discount\r\nT1;C1;2;100,00;0,10\r\n")
+	add(0, txHeader+"T1,C1,2,\"1,234.50\",0\nT2,C2,1,$50.00,0\nT3,C3,1,50.00 €,0\n")
+	add(2, cuHeader+"C1,retail\nC2,Gro\xdfhandel\n")
+	add(0, txHeader+"T 1,C 1,x,$1,2\nT1,C1,1,1,0\nT1,C1,1,1,0\n")
+	add(1, grHeader+strings.Repeat("G1,2,1\n", 25))
+	add(2, cuHeader+"C1,re\"tail\nC\xff,x\r\nC2,\"x\"y\nC3,x\rC4\n\n-C5,x\n")
+	add(2, cuHeader+"C 1,x\nC1,\"re\ntail\"\nC 2,x\n")
+	add(1, "group_id\tsuccesses\teligible\nG1\t1\t2\n")
+	add(2, cuHeader+"C 1,x\n"+strings.Repeat("C1,x\n", domain.MaxDataRows)+"C 2,x\n")
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		file := fuzzSources[int(which)%3]
+		files := fixtureFiles()
+		files[file] = data
+		_, err := domain.ParseSources(files)
+		if err == nil {
+			return
+		}
+		checkSourceError(t, file, data, err)
+		msg := err.Error()
+		lines := strings.Split(msg, "\n")
+		if len(msg) >= 4096 || len(lines) > domain.MaxListedFaults+1 {
+			t.Fatalf("a message of %d bytes in %d lines", len(msg), len(lines))
+		}
+		for i, l := range lines[1:] {
+			if !strings.HasPrefix(l, "line ") && (i+2 != len(lines) || !strings.HasPrefix(l, "and ")) {
+				t.Fatalf("line %d of the message is not a fault or the count: %q", i+2, l)
+			}
+		}
+		var de *domain.DataError
+		var le *domain.LimitError
+		line := 0
+		switch {
+		case errors.As(err, &de):
+			line = de.Line
+		case errors.As(err, &le):
+			line = le.Line
+		}
+		cut := data
+		for i, n := 0, 0; i < len(data); i++ {
+			if data[i] == '\n' {
+				if n++; n == line {
+					cut = data[:i+1]
+					break
+				}
+			}
+		}
+		files[file] = cut
+		_, one := domain.ParseSources(files)
+		if one == nil {
+			t.Fatalf("the bytes up to the first fault's line %d are accepted: %q", line, cut)
+		}
+		first, _, _ := strings.Cut(msg, "\n")
+		alone, _, _ := strings.Cut(one.Error(), "\n")
+		if first != alone {
+			t.Fatalf("first line %q, but cut after line %d the message begins %q", first, line, alone)
+		}
+	})
 }

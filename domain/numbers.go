@@ -1,8 +1,9 @@
 package domain
 
 import (
-	"math/bits"
 	"strconv"
+
+	"github.com/cockroachdb/apd/v3"
 )
 
 // Limits of the plain decimal notation that sources may use.
@@ -12,14 +13,6 @@ const (
 	// RatePlaces is how many fractional digits a conversion rate carries.
 	RatePlaces = 12
 )
-
-// Precision is the number of significant decimal digits the contract gives
-// every computation. The engine's arithmetic is exact decimal fixed point
-// in integers (fixed.go), so no step rounds at all: the largest value a
-// valid source can produce needs about 41 digits, well within it, and the
-// one rounding, the rate's, is exact half-even on an integer quotient.
-// Tests hold the integers to apd decimals at this precision.
-const Precision = 80
 
 // plain parses the plain decimal notation of sources: an optional '-' when
 // signed, 1 to 12 integer digits, and when fraction is allowed an optional '.'
@@ -70,41 +63,46 @@ func parseQuantity(s string) (int64, bool) {
 	return n, ok
 }
 
-// parseAmount parses a nonnegative decimal.
+// parseAmount parses a nonnegative decimal, in millionths.
 func parseAmount(s string) (Amount, bool) {
 	coef, scale, ok := plain(s, false, true)
-	return Amount{Coef: coef, Scale: scale}, ok
+	return Amount(coef * pow10(amountScale-scale)), ok
 }
 
 // FormatRate returns successes/eligible rounded half-even to 12 places and
 // written with exactly 12 fractional digits ("0.827272727273"), or nil when
-// eligible is 0. The rounding is exact: successes × 10^12 is divided by
-// eligible in 128-bit integers and rounded on the exact remainder, so no
-// intermediate rounding can move a halfway case. Callers guarantee
-// 0 <= successes <= eligible.
+// eligible is 0. Callers guarantee 0 <= successes <= eligible.
 func FormatRate(successes, eligible int64) (*string, error) {
+	return rate(newContext(), successes, eligible)
+}
+
+// rate is [FormatRate] in the computation's context: the quotient at
+// precision 80, then rounded half to even to 12 places. The quotient's own
+// rounding, at the 80th digit, cannot move the second one: it is within
+// 10^-80 of the exact quotient, while an exact quotient that is not a
+// halfway point of the 12th place lies at least 10^-12/(2 × eligible) >
+// 5 × 10^-32 from one (eligible < 2^63), and a halfway point, 13 digits
+// at most, is computed exactly.
+func rate(ctx *apd.Context, successes, eligible int64) (*string, error) {
 	if eligible == 0 {
 		return nil, nil
 	}
 	if successes < 0 || successes > eligible {
 		return nil, &NumericError{What: "conversion rate"}
 	}
-	const unit = 1_000_000_000_000 // 10^RatePlaces
-	hi, lo := bits.Mul64(uint64(successes), unit)
-	// The quotient is at most 10^12, so it fits: hi < eligible.
-	q, rem := bits.Div64(hi, lo, uint64(eligible))
-	switch twice := 2 * rem; { // rem < eligible < 2^63
-	case twice > uint64(eligible):
-		q++
-	case twice == uint64(eligible) && q%2 == 1:
-		q++
+	var s, e, q apd.Decimal
+	s.SetInt64(successes)
+	e.SetInt64(eligible)
+	// Inexact and Rounded are the contract's rounding, at precision 80
+	// and then at 12 places; any other condition is a fault.
+	const rounding = apd.Inexact | apd.Rounded
+	c1, err1 := ctx.Quo(&q, &s, &e)
+	c2, err2 := ctx.Quantize(&q, &q, -RatePlaces)
+	if err1 != nil || err2 != nil || (c1|c2)&^rounding != 0 {
+		return nil, &NumericError{What: "conversion rate"}
 	}
-	frac := strconv.FormatUint(q%unit, 10)
-	for len(frac) < RatePlaces {
-		frac = "0" + frac
-	}
-	s := strconv.FormatUint(q/unit, 10) + "." + frac
-	return &s, nil
+	text := string(q.Append(make([]byte, 0, 2+RatePlaces), 'f'))
+	return &text, nil
 }
 
 // NumericError reports a computation that could not be carried out exactly

@@ -60,26 +60,6 @@ type Inputs struct {
 	Customers    []Customer
 }
 
-// DataError is a fault in a CSV source: INVALID_DATA on the wire. Column is
-// the 1-based field number. The message names the file, line and column and
-// describes the rule broken, without quoting the data.
-type DataError struct {
-	File   string
-	Line   int
-	Column int
-	// Field is the header name of the column, when the column has one.
-	Field  string
-	Reason string
-}
-
-func (e *DataError) Error() string {
-	field := ""
-	if e.Field != "" {
-		field = " (" + e.Field + ")"
-	}
-	return fmt.Sprintf("%s: line %d, column %d%s: %s", e.File, e.Line, e.Column, field, e.Reason)
-}
-
 // LimitError is a source with more data rows than [MaxDataRows]: INPUT_LIMIT
 // on the wire.
 type LimitError struct {
@@ -94,59 +74,108 @@ func (e *LimitError) Error() string {
 
 // Reasons shared by several columns.
 const (
-	notID     = "not an ID (1 to 64 ASCII letters, digits, '_' or '-', starting with a letter or digit)"
-	notCount  = "not a nonnegative integer (plain notation, 1 to 12 digits)"
-	notSigned = "not an integer (plain notation, optional '-', 1 to 12 digits)"
-	notAmount = "not a nonnegative decimal (plain notation, 1 to 12 integer and at most 6 fractional digits)"
+	notID       = "not an ID (1 to 64 ASCII letters, digits, '_' or '-', starting with a letter or digit)"
+	notCount    = "not a nonnegative integer (plain notation, 1 to 12 digits)"
+	notSigned   = "not an integer (plain notation, optional '-', 1 to 12 digits)"
+	notPrice    = "not a nonnegative decimal (plain notation, 1 to 12 integer and at most 6 fractional digits), or blank when unknown"
+	notDiscount = "not a decimal in [0, 1] (plain notation, at most 6 fractional digits)"
+	noHeaderRow = "no header row"
 )
 
-// table walks the header and data rows of one CSV source, checking the
-// header, the field count and the row limit, and hands each data row to row.
-func table(file string, data []byte, header []string, row func(line int, f []string) error) error {
-	r := newCSVReader(file, data)
-	fields, line, ok, err := r.next()
-	if err != nil {
-		return err
+// limitReason is the fault of the row past the limit, listed after others.
+func limitReason() string {
+	return fmt.Sprintf("is data row %d; a source holds at most %d data rows, so the rows after it were not checked",
+		MaxDataRows+1, MaxDataRows)
+}
+
+// table walks the header and data rows of one CSV source and collects its
+// faults in scan order: a byte order mark (reported, then skipped), the
+// header (a fault there ends the checking: rows are not judged against a
+// header that does not match), then each data row's structure and field
+// count, and row's checks of its fields. The 10,001st data row ends the
+// checking: with no fault before it, it is the [LimitError].
+func table(file string, data []byte, header []string, row func(line int, f []string, c *faults)) error {
+	c := &faults{file: file}
+	rs := newRecords(data)
+	if rs.bom {
+		c.add(Fault{Line: 1, Column: 1, Reason: reasonBOM, Fix: fixBOM})
 	}
-	if !ok {
-		return &DataError{File: file, Line: line, Column: 1, Reason: "no header row"}
-	}
-	for i, name := range header {
-		if i >= len(fields) {
-			return &DataError{File: file, Line: line, Column: i + 1, Reason: fmt.Sprintf("header is missing column %q", name)}
+	fields, line, fault, done := rs.next()
+	switch {
+	case fault != nil:
+		if fault.Fix == "" {
+			fault.Fix = separatorFix(rs.lastLine(), len(header))
 		}
-		if fields[i] != name {
-			return &DataError{File: file, Line: line, Column: i + 1, Reason: fmt.Sprintf("header column must be %q", name)}
-		}
+		c.add(*fault)
+		return c.result()
+	case done:
+		c.add(Fault{Line: line, Column: 1, Reason: noHeaderRow})
+		return c.result()
 	}
-	if len(fields) > len(header) {
-		return &DataError{File: file, Line: line, Column: len(header) + 1, Reason: fmt.Sprintf("header has more than %d columns", len(header))}
+	if f, ok := headerFault(fields, header); !ok {
+		f.Line, f.Fix = line, separatorFix(rs.lastLine(), len(header))
+		c.add(f)
+		return c.result()
 	}
 	rows := 0
 	for {
-		fields, line, ok, err = r.next()
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return nil
+		fields, line, fault, done = rs.next()
+		if done && fault == nil {
+			return c.result()
 		}
 		rows++
 		if rows > MaxDataRows {
-			return &LimitError{File: file, Line: line}
+			if c.none() && fault == nil {
+				return &LimitError{File: file, Line: line}
+			}
+			if fault != nil {
+				c.add(named(*fault, header))
+			}
+			c.add(Fault{Line: line, Reason: limitReason()})
+			return c.result()
 		}
-		if len(fields) != len(header) {
+		switch {
+		case fault != nil:
+			c.add(named(*fault, header))
+			if done {
+				return c.result()
+			}
+		case len(fields) != len(header):
 			column := len(header) + 1
 			if len(fields) < len(header) {
 				column = len(fields) + 1
 			}
-			return &DataError{File: file, Line: line, Column: column,
-				Reason: fmt.Sprintf("row has %s; the header has %d", count(len(fields), "field"), len(header))}
-		}
-		if err := row(line, fields); err != nil {
-			return err
+			c.add(Fault{Line: line, Column: column,
+				Reason: fmt.Sprintf("row has %s; the header has %d", count(len(fields), "field"), len(header))})
+		default:
+			row(line, fields, c)
 		}
 	}
+}
+
+// headerFault checks a header against the one it must be, column by
+// column; the first difference is the fault.
+func headerFault(fields, header []string) (Fault, bool) {
+	for i, name := range header {
+		if i >= len(fields) {
+			return Fault{Column: i + 1, Reason: fmt.Sprintf("header is missing column %q", name)}, false
+		}
+		if fields[i] != name {
+			return Fault{Column: i + 1, Reason: fmt.Sprintf("header column must be %q", name)}, false
+		}
+	}
+	if len(fields) > len(header) {
+		return Fault{Column: len(header) + 1, Reason: fmt.Sprintf("header has more than %d columns", len(header))}, false
+	}
+	return Fault{}, true
+}
+
+// named gives a fault of a data row its column's header name.
+func named(f Fault, header []string) Fault {
+	if f.Column >= 1 && f.Column <= len(header) {
+		f.Field = header[f.Column-1]
+	}
+	return f
 }
 
 // count writes n things in words: "1 field", "2 fields".
@@ -155,11 +184,6 @@ func count(n int, thing string) string {
 		return "1 " + thing
 	}
 	return strconv.Itoa(n) + " " + thing + "s"
-}
-
-// cell builds the error for column col (0-based) of a row.
-func cell(file string, header []string, line, col int, reason string) *DataError {
-	return &DataError{File: file, Line: line, Column: col + 1, Field: header[col], Reason: reason}
 }
 
 // firstLine remembers the line where each unique key was first seen.
@@ -173,39 +197,54 @@ func (seen firstLine) repeat(key string, line int) (int, bool) {
 	return 0, false
 }
 
+// cells adds the faults of one data row, naming each column by the
+// header.
+type cells struct {
+	c      *faults
+	header []string
+	line   int
+	bad    bool
+}
+
+// fault adds the fault of column col (0-based).
+func (r *cells) fault(col int, p problem) {
+	r.bad = true
+	r.c.add(Fault{Line: r.line, Column: col + 1, Field: r.header[col], Reason: p.reason, Fix: p.fix})
+}
+
 // ParseTransactions validates data/transactions.csv.
 func ParseTransactions(data []byte) ([]Transaction, error) {
 	h := []string{"transaction_id", "customer_id", "quantity", "unit_price", "discount"}
 	rows := estimateRows(data)
 	out := make([]Transaction, 0, rows)
 	seen := make(firstLine, rows)
-	err := table(TransactionsFile, data, h, func(line int, f []string) error {
-		bad := func(col int, reason string) error { return cell(TransactionsFile, h, line, col, reason) }
+	err := table(TransactionsFile, data, h, func(line int, f []string, c *faults) {
+		r := cells{c: c, header: h, line: line}
 		t := Transaction{ID: f[0], CustomerID: f[1]}
 		if !ValidID(t.ID) {
-			return bad(0, notID)
-		}
-		if first, dup := seen.repeat(t.ID, line); dup {
-			return bad(0, "repeats the transaction_id of line "+strconv.Itoa(first))
+			r.fault(0, problem{reason: notID})
+		} else if first, dup := seen.repeat(t.ID, line); dup {
+			r.fault(0, problem{reason: "repeats the transaction_id of line " + strconv.Itoa(first)})
 		}
 		if !ValidID(t.CustomerID) {
-			return bad(1, notID)
+			r.fault(1, problem{reason: notID})
 		}
 		var ok bool
 		if t.Quantity, ok = parseQuantity(f[2]); !ok {
-			return bad(2, notSigned)
+			r.fault(2, numberProblem(f[2], quantityNumber))
 		}
 		if f[3] != "" {
 			if t.UnitPrice, ok = parseAmount(f[3]); !ok {
-				return bad(3, notAmount+", or blank when unknown")
+				r.fault(3, numberProblem(f[3], priceNumber))
 			}
 			t.PriceKnown = true
 		}
-		if t.Discount, ok = parseAmount(f[4]); !ok || uint64(t.Discount.Coef) > pow10(t.Discount.Scale) {
-			return bad(4, "not a decimal in [0, 1] (plain notation, at most 6 fractional digits)")
+		if t.Discount, ok = parseAmount(f[4]); !ok || t.Discount > unitAmount {
+			r.fault(4, numberProblem(f[4], discountNumber))
 		}
-		out = append(out, t)
-		return nil
+		if !r.bad {
+			out = append(out, t)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -219,27 +258,27 @@ func ParseGroups(data []byte) ([]Group, error) {
 	rows := estimateRows(data)
 	out := make([]Group, 0, rows)
 	seen := make(firstLine, rows)
-	err := table(GroupsFile, data, h, func(line int, f []string) error {
-		bad := func(col int, reason string) error { return cell(GroupsFile, h, line, col, reason) }
+	err := table(GroupsFile, data, h, func(line int, f []string, c *faults) {
+		r := cells{c: c, header: h, line: line}
 		g := Group{ID: f[0]}
 		if !ValidID(g.ID) {
-			return bad(0, notID)
+			r.fault(0, problem{reason: notID})
+		} else if first, dup := seen.repeat(g.ID, line); dup {
+			r.fault(0, problem{reason: "repeats the group_id of line " + strconv.Itoa(first)})
 		}
-		if first, dup := seen.repeat(g.ID, line); dup {
-			return bad(0, "repeats the group_id of line "+strconv.Itoa(first))
+		var okS, okE bool
+		if g.Successes, okS = parseCount(f[1]); !okS {
+			r.fault(1, numberProblem(f[1], countNumber))
 		}
-		var ok bool
-		if g.Successes, ok = parseCount(f[1]); !ok {
-			return bad(1, notCount)
+		if g.Eligible, okE = parseCount(f[2]); !okE {
+			r.fault(2, numberProblem(f[2], countNumber))
 		}
-		if g.Eligible, ok = parseCount(f[2]); !ok {
-			return bad(2, notCount)
+		if okS && okE && g.Successes > g.Eligible {
+			r.fault(1, problem{reason: "successes exceeds eligible"})
 		}
-		if g.Successes > g.Eligible {
-			return bad(1, "successes exceeds eligible")
+		if !r.bad {
+			out = append(out, g)
 		}
-		out = append(out, g)
-		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -252,16 +291,18 @@ func ParseGroups(data []byte) ([]Group, error) {
 func ParseCustomers(data []byte) ([]Customer, error) {
 	h := []string{"customer_id", "segment"}
 	out := make([]Customer, 0, estimateRows(data))
-	err := table(CustomersFile, data, h, func(line int, f []string) error {
-		c := Customer{ID: f[0], Segment: f[1]}
-		if !ValidID(c.ID) {
-			return cell(CustomersFile, h, line, 0, notID)
+	err := table(CustomersFile, data, h, func(line int, f []string, c *faults) {
+		r := cells{c: c, header: h, line: line}
+		cu := Customer{ID: f[0], Segment: f[1]}
+		if !ValidID(cu.ID) {
+			r.fault(0, problem{reason: notID})
 		}
-		if !ValidID(c.Segment) {
-			return cell(CustomersFile, h, line, 1, notID)
+		if p, ok := labelProblem(cu.Segment); !ok {
+			r.fault(1, p)
 		}
-		out = append(out, c)
-		return nil
+		if !r.bad {
+			out = append(out, cu)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -279,41 +320,32 @@ func estimateRows(data []byte) int {
 // ParseSources validates the four sources, keyed by their relative paths, in
 // the order of [SourceNames]; the first fault is returned.
 func ParseSources(files map[string][]byte) (Inputs, error) {
-	// The transactions, most of the bytes, are parsed on a goroutine of
-	// their own beside the other three; the first fault is still the one
-	// in source order.
 	var in Inputs
-	var txErr error
-	var txPanic any
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// A panic here would end the process, past every recover of the
-		// caller: carry it back and raise it on the caller's goroutine.
-		defer func() { txPanic = recover() }()
-		in.Transactions, txErr = ParseTransactions(files[TransactionsFile])
-	}()
-	var err error
-	groups, gerr := ParseGroups(files[GroupsFile])
-	var customers []Customer
-	if gerr == nil {
-		customers, err = ParseCustomers(files[CustomersFile])
-		if err == nil {
-			err = CheckDefinitions(files[DefinitionsFile])
+	for _, name := range SourceNames() {
+		if err := ParseSource(name, files[name], &in); err != nil {
+			return Inputs{}, err
 		}
 	}
-	<-done
-	if txPanic != nil {
-		panic(txPanic)
-	}
-	switch {
-	case txErr != nil:
-		return Inputs{}, txErr
-	case gerr != nil:
-		return Inputs{}, gerr
-	case err != nil:
-		return Inputs{}, err
-	}
-	in.Groups, in.Customers = groups, customers
 	return in, nil
+}
+
+// ParseSource validates the source name, one of [SourceNames], and sets
+// its records in in: each source sets its own field of [Inputs] and no
+// other, so sources may be parsed at once on goroutines of the caller's
+// (the domain starts none), and the caller picks the first fault in the
+// order of [SourceNames].
+func ParseSource(name string, data []byte, in *Inputs) (err error) {
+	switch name {
+	case TransactionsFile:
+		in.Transactions, err = ParseTransactions(data)
+	case GroupsFile:
+		in.Groups, err = ParseGroups(data)
+	case CustomersFile:
+		in.Customers, err = ParseCustomers(data)
+	case DefinitionsFile:
+		err = CheckDefinitions(data)
+	default:
+		err = fmt.Errorf("%s is not a source", name)
+	}
+	return err
 }

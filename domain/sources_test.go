@@ -200,3 +200,14 @@ func TestValidIDIsItsPattern(t *testing.T) {
 		}
 	}
 }
+
+// ParseSource parses exactly the four sources; any other name is refused.
+func TestParseSourceKnowsOnlyTheFourSources(t *testing.T) {
+	is := is.New(t)
+	var in domain.Inputs
+	for name, data := range fixtureFiles() {
+		is.NoErr(domain.ParseSource(name, data, &in)) // the fixture's sources parse
+	}
+	is.Equal(len(in.Transactions), 5)
+	is.True(domain.ParseSource("data/other.csv", []byte(txHeader), &in) != nil) // not a source
+}

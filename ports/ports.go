@@ -32,7 +32,8 @@ var (
 	ErrNotDir = errors.New("not a directory")
 	// ErrTooLarge: the file holds more bytes than the limit.
 	ErrTooLarge = errors.New("larger than the limit")
-	// ErrBusy: another process holds the writer lock.
+	// ErrBusy: another process holds the writer lock, or a wait for the
+	// ledger's lock ran out.
 	ErrBusy = errors.New("another writer holds the lock")
 	// ErrExists: the commit found an entry already at the run's name.
 	ErrExists = errors.New("already exists")
@@ -48,6 +49,11 @@ var (
 	// ErrKeyExposed: a private key file grants some access to group or
 	// others.
 	ErrKeyExposed = errors.New("the private key is readable by others")
+	// ErrLockExposed: a lock file (the writer lock, the ledger) grants
+	// some access to group or others, and this process cannot take it
+	// away. flock needs only a descriptor open for reading, so any account
+	// that can open the file can hold its lock.
+	ErrLockExposed = errors.New("the lock file is open to group or others and its mode cannot be changed")
 )
 
 // Causes of I/O failures that an adapter recognises and wraps into the
@@ -131,8 +137,11 @@ type File struct {
 type EvidenceStore interface {
 	// OpenWriter creates dir if it does not exist and takes the writer lock
 	// dir/.writer.lock without waiting: ErrBusy when another process holds
-	// it. The lock dies with its holder. Directories it creates are made
-	// durable by Commit, which fsyncs each into its parent.
+	// it. The lock dies with its holder. The lock file is created with
+	// mode 0600, and an existing one that grants anything to group or
+	// others is set to 0600 before it is locked (ErrLockExposed when that
+	// cannot be done). Directories it creates are made durable by Commit,
+	// which fsyncs each into its parent.
 	//
 	// It creates dir one component at a time, and before it creates
 	// anything inside a directory that already existed (the next component,
@@ -145,6 +154,19 @@ type EvidenceStore interface {
 	// ReadRun reads the named files of run directory dir/runID without
 	// writing anything; see SavedRun.
 	ReadRun(dir, runID string, names []string, limitBytes int64) (SavedRun, error)
+	// ListRuns lists, without writing anything, the entries of dir that
+	// are directories (not symlinks to one) holding a regular file
+	// ResultFile (not a symlink), in no particular order, each with the
+	// size of that file. A dir that does not exist lists nothing.
+	ListRuns(dir string) ([]ListedRun, error)
+}
+
+// ListedRun is one entry ListRuns found.
+type ListedRun struct {
+	// Name is the entry's name in the output directory.
+	Name string
+	// ResultBytes is the size of its ResultFile.
+	ResultBytes int64
 }
 
 // EvidenceWriter is one writer's hold on an output directory. Only the
@@ -192,28 +214,57 @@ type SavedFile struct {
 // LedgerStore keeps the call ledger (SPEC §11): a file of records, one
 // per line. rel is always a Location.Rel returned by PathResolver.Resolve,
 // whose directory exists.
+//
+// Waiting for the ledger's lock sleeps in the kernel, never in a polling
+// loop, and a process has at most one blocked flock per ledger: its other
+// callers queue in the process for their turn. A wait ends at once when
+// its ctx is done while the turn is with another process (a kernel
+// wait); a turn held in this process (a holder working under the lock)
+// is waited for until the wait runs out, since it ends by itself.
 type LedgerStore interface {
 	// LastLine returns the ledger's last line, its newline included when
 	// it has one, under a shared flock and without reading the whole file;
 	// nil for an empty or missing ledger. Something other than a regular
-	// file at rel is ErrNotRegular. A wait for the flock ends with ctx's
-	// error when ctx is done first.
+	// file at rel is ErrNotRegular. A wait for the flock longer than the
+	// store's read wait is ErrBusy; it ends with ctx's error when ctx is
+	// done first, as the type's comment says. It changes nothing, the
+	// file's mode included.
 	LastLine(ctx context.Context, rel string) ([]byte, error)
-	// Append takes an exclusive flock on the ledger (creating the file,
-	// and then fsyncing its directory, when it is missing), waiting at
-	// most wait (else ErrBusy), reads the last line, and appends what
-	// record returns for it with one write to the file opened with
-	// O_APPEND, then fsyncs it. A short write, or a failed fsync, is
-	// truncated back to the length before it, still under the lock, and
-	// reported. Something other than a regular file at rel is
-	// ErrNotRegular; the record's own error is returned as it is.
-	Append(rel string, wait time.Duration, record func(last []byte) ([]byte, error)) error
+	// Lock takes an exclusive flock on the ledger, creating the file with
+	// mode 0600 (and then fsyncing its directory, at the first append)
+	// when it is missing, and setting an existing file's mode to 0600 when
+	// it grants anything to group or others (ErrLockExposed when it
+	// cannot; nothing is waited for then). It waits at most wait (else
+	// ErrBusy), and ends with ctx's error when ctx is done first, as the
+	// type's comment says. Something other than a regular file at rel is
+	// ErrNotRegular. The lock is the caller's until it calls Release: a
+	// record is appended through the hold.
+	Lock(ctx context.Context, rel string, wait time.Duration) (HeldLedger, error)
 	// ScanLedger calls line with every line of the ledger in order, each
 	// with its newline when it has one, until line returns an error. It
 	// reads the ledger as it was when the scan began, and appends made
 	// meanwhile neither wait for it nor show in it. A missing ledger is
-	// ErrMissing; something other than a regular file, ErrNotRegular.
+	// ErrMissing; something other than a regular file, ErrNotRegular. It
+	// changes nothing, the file's mode included.
 	ScanLedger(rel string, line func(data []byte) error) error
+}
+
+// HeldLedger is the ledger under an exclusive lock that its holder keeps
+// across several steps: analyze takes it before its commit, so that the
+// run and its record are made under one lock (SPEC §11).
+type HeldLedger interface {
+	// LastLine returns the ledger's last line as LedgerStore.LastLine
+	// does, under the held lock.
+	LastLine() ([]byte, error)
+	// Append reads the last line and appends what record returns for it
+	// with one write to the file opened with O_APPEND, then fsyncs it
+	// (and the ledger's directory, when Lock created the file). A short
+	// write, or a failed fsync, is truncated back to the length before
+	// it, still under the lock, and reported; the record's own error is
+	// returned as it is, with nothing appended. It may be called once.
+	Append(record func(last []byte) ([]byte, error)) error
+	// Release drops the lock. Calling it again does nothing.
+	Release() error
 }
 
 // KeyReader reads the operator's signing keys (SPEC §10). Key paths are

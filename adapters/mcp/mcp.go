@@ -13,7 +13,10 @@
 // registered with the SDK's low-level Server.AddTool, and the raw bytes of
 // params.arguments reach the app, which checks them as it checks a
 // one-shot request; their schemas are derived from contracts/schemas
-// ([Tools]).
+// ([Tools]). A tool result holds the answer the app built for MCP, its
+// lists cut to --list-limit items, then a resource link to each run file it
+// is about; the run files themselves are resources (resources.go), read
+// through the app as verify reads them.
 package mcp
 
 import (
@@ -35,13 +38,18 @@ const ServerName = "metricproof"
 // Usage is what "tool-runner mcp --help" prints.
 const Usage = `usage: tool-runner mcp --workspace W [--output-dir O] [--cancel-file F]
                        [--ledger L] [--signing-key K] [--trusted-key P]
+                       [--list-limit N]
 
 Serves inspect_inputs, analyze and verify_result as a Model Context Protocol
-server over standard input and output (JSON-RPC, one message per line).
+server over standard input and output (JSON-RPC, one message per line), and
+the files of committed runs as resources (metricproof://runs/{run_id}/{file}).
 The options are those of the one-shot runner (tool-runner --help), all
 checked at start: a fault prints one line naming its code to standard error
-and exits 2. The server runs until its input ends, or SIGINT or SIGTERM,
-answers the calls in flight, and exits 0.
+and exits 2. --list-limit N (0 to 1000, default 10) cuts each list that
+grows with the data to its first N items in a tool result; the result's
+"truncated" names the lists cut, and the run files hold them whole. The
+server runs until its input ends, or SIGINT or SIGTERM, answers the calls
+in flight, and exits 0.
 `
 
 // Serve runs "tool-runner mcp" with args (the command line after "mcp")
@@ -87,20 +95,29 @@ func optionFault(stderr io.Writer, e *app.Error) int {
 	return 2
 }
 
-// NewServer returns the MCP server of svc: the three tools, capabilities
-// "tools" only. stop cancels every call in flight when it is done.
+// NewServer returns the MCP server of svc: the three tools and the run
+// files as resources, capabilities "tools" and "resources" (neither sends
+// list-changed notifications). stop cancels every call in flight when it
+// is done.
 func NewServer(svc *app.Service, version string, stop context.Context) (*sdk.Server, error) {
-	tools, err := Tools()
+	tools, err := Tools(svc.ListLimit())
 	if err != nil {
 		return nil, err
 	}
 	server := sdk.NewServer(&sdk.Implementation{Name: ServerName, Version: version}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Resources: &sdk.ResourceCapabilities{}},
 		Logger:       slog.New(slog.DiscardHandler),
 	})
 	for _, t := range tools {
 		server.AddTool(t, handler(svc, t.Name, stop))
 	}
+	res := newResources(svc)
+	// The middleware answers every read before the SDK would look the URI
+	// up; the template's own handler is the same read.
+	server.AddResourceTemplate(runTemplate(), func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		return res.read(ctx, req.Params.URI)
+	})
+	server.AddReceivingMiddleware(res.middleware)
 	return server, nil
 }
 
@@ -124,11 +141,23 @@ func handler(svc *app.Service, tool string, stop context.Context) sdk.ToolHandle
 }
 
 // toolResult is the tool result of an answer: the response object of
-// SPEC §3 as the text content and as the structured content, with isError
-// exactly when ok is false.
+// SPEC §3 (its lists cut, with "truncated", §9) as the text content and
+// as the structured content, with isError exactly when ok is false; then
+// a resource_link to each run file the answer is about.
 func toolResult(a app.Answer) *sdk.CallToolResult {
+	content := make([]sdk.Content, 0, 1+len(a.Files))
+	content = append(content, &sdk.TextContent{Text: string(a.JSON)})
+	for _, f := range a.Files {
+		size := int64(f.Size)
+		content = append(content, &sdk.ResourceLink{
+			URI:      RunFileURI(f.RunID, f.Name),
+			Name:     f.RunID + "/" + f.Name,
+			MIMEType: runFileMIMEType,
+			Size:     &size,
+		})
+	}
 	return &sdk.CallToolResult{
-		Content:           []sdk.Content{&sdk.TextContent{Text: string(a.JSON)}},
+		Content:           content,
 		StructuredContent: json.RawMessage(a.JSON),
 		IsError:           !a.OK(),
 	}

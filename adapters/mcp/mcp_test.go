@@ -19,6 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/afero"
 
+	"github.com/metricproof/metricproof/adapters/keyfile"
 	"github.com/metricproof/metricproof/adapters/mcp"
 	"github.com/metricproof/metricproof/adapters/memfs"
 	"github.com/metricproof/metricproof/adapters/porttest"
@@ -66,7 +67,7 @@ func (w *world) wire(o app.Options) (app.Ports, io.Closer, error) {
 	if cancel == nil {
 		cancel = w.ws.Marker(o.CancelFile)
 	}
-	return app.Ports{Sources: w.ws, Paths: w.ws, Evidence: w.ws, Ledger: w.ws, Cancel: cancel,
+	return app.Ports{Sources: w.ws, Paths: w.ws, Evidence: w.ws, Ledger: w.ws, Cancel: cancel, Keys: keyfile.Reader{},
 		Clock:  porttest.FixedClock(time.Date(2026, 12, 1, 7, 30, 0, 0, time.UTC)),
 		Engine: porttest.FixedEngine{SHA256: strings.Repeat("e", 64), GoVersion: "go1.26.8"}}, nil, nil
 }
@@ -129,16 +130,32 @@ func (r response) code() string {
 }
 
 // callTool calls a tool and checks what every tool result must be: one
-// text block holding the same object as the structured content, isError
-// exactly when ok is false.
+// text block holding the same object as the structured content (then only
+// resource links), isError exactly when ok is false.
 func callTool(t *testing.T, cs *sdk.ClientSession, name string, args any) response {
+	t.Helper()
+	r, _ := callToolLinks(t, cs, name, args)
+	return r
+}
+
+// callToolLinks is callTool that also returns the resource links after
+// the text block.
+func callToolLinks(t *testing.T, cs *sdk.ClientSession, name string, args any) (response, []*sdk.ResourceLink) {
 	t.Helper()
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	if len(res.Content) != 1 {
-		t.Fatalf("%s: %d content blocks", name, len(res.Content))
+	if len(res.Content) == 0 {
+		t.Fatalf("%s: no content", name)
+	}
+	var links []*sdk.ResourceLink
+	for _, c := range res.Content[1:] {
+		link, ok := c.(*sdk.ResourceLink)
+		if !ok {
+			t.Fatalf("%s: content after the text is %T", name, c)
+		}
+		links = append(links, link)
 	}
 	text, ok := res.Content[0].(*sdk.TextContent)
 	if !ok {
@@ -166,7 +183,7 @@ func callTool(t *testing.T, cs *sdk.ClientSession, name string, args any) respon
 	if r.Tool != name || r.RequestID == "" {
 		t.Fatalf("%s: tool %q, request_id %q", name, r.Tool, r.RequestID)
 	}
-	return r
+	return r, links
 }
 
 func digestOf(t *testing.T, cs *sdk.ClientSession) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/contracts"
+	"github.com/metricproof/metricproof/domain"
 )
 
 // tool is what a tool definition says besides its schemas.
@@ -32,6 +34,9 @@ func tools() []tool {
 				"Needs expected_source_digest: the source_digest that inspect_inputs just returned; if the sources changed since, " +
 				"it answers STALE_CONTEXT and writes nothing, so inspect again. run_id is optional and names the run " +
 				"(else one is assigned); the response's request_id is the run ID to pass to verify_result. " +
+				"The answer holds only the first items of each list that grows with the data (truncated names each list cut " +
+				"and its full length); it links the run's files, whose complete result.json is the resource " +
+				"metricproof://runs/{run_id}/result.json. " +
 				"It never overwrites existing evidence (OUTPUT_COLLISION: choose a new run_id), never repairs a defect in the data, " +
 				"never takes a path, and never grants human approval.",
 		},
@@ -40,7 +45,8 @@ func tools() []tool {
 			title: "Inspect the inputs",
 			description: "Reads and strictly validates the operator's four fixed sources (data/transactions.csv, data/groups.csv, " +
 				"data/customers.csv and the metric-definition contract) and returns the SHA256 of each, the combined source_digest, " +
-				"the row counts and the release blockers. Call it first: analyze needs the source_digest it returns. " +
+				"the row counts and the release blockers (the first subjects of each; truncated gives the full counts). " +
+				"Call it first: analyze needs the source_digest it returns. " +
 				"Takes no arguments. It writes nothing, never takes a path, and never repairs a defect: blockers are reported as found.",
 			readOnly: true, idempotent: true,
 		},
@@ -50,15 +56,18 @@ func tools() []tool {
 			description: "Re-reads a run that analyze committed and checks every byte and binding: the checksum map, the receipt, " +
 				"the result, the signature of a signed run, that the sources and the engine are unchanged, and that a fresh computation " +
 				"gives the same result byte for byte. Needs run_id: the request_id of the analyze that committed the run. " +
-				"Answers integrity \"verified\" with the checks it ran, or the first fault's code. It writes nothing.",
+				"Answers integrity \"verified\" with the checks it ran and a link to the run's result.json, or the first fault's code. " +
+				"It writes nothing.",
 			readOnly: true, idempotent: true,
 		},
 	}
 }
 
 // Tools returns the three tool definitions, sorted by name, with their
-// input and output schemas derived from contracts/schemas.
-func Tools() ([]*sdk.Tool, error) {
+// input and output schemas derived from contracts/schemas; listLimit is the
+// K of SPEC §9 the answers' lists are cut to, which the output schemas
+// state.
+func Tools(listLimit int) ([]*sdk.Tool, error) {
 	f := false
 	var out []*sdk.Tool
 	docs := schemas{}
@@ -67,7 +76,7 @@ func Tools() ([]*sdk.Tool, error) {
 		if err != nil {
 			return nil, err
 		}
-		res, err := docs.outputSchema(t.name)
+		res, err := docs.outputSchema(t.name, listLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -93,9 +102,13 @@ func Tools() ([]*sdk.Tool, error) {
 // 13 ms). The decoded documents are never changed: inline copies.
 type schemas map[string]map[string]any
 
+// runIDDescription describes analyze's run_id, which only MCP takes.
+const runIDDescription = "Optional: the run ID to commit the run under (1 to 64 ASCII letters, digits, '_' or '-', " +
+	"starting with a letter or digit); it must be new. Absent, the server assigns one."
+
 // inputSchema is the tool's inputSchema (SPEC §9): the request schema's
-// arguments of the tool, self-contained, plus the optional run_id for
-// analyze.
+// arguments of the tool, self-contained and flat, plus the optional run_id
+// for analyze.
 func (docs schemas) inputSchema(tool string) (json.RawMessage, error) {
 	request, err := docs.load("request")
 	if err != nil {
@@ -120,16 +133,89 @@ func (docs schemas) inputSchema(tool string) (json.RawMessage, error) {
 		if props == nil {
 			return nil, fmt.Errorf("analyze's arguments schema has no properties")
 		}
-		props["run_id"] = id
+		idSchema, _ := id.(map[string]any)
+		idSchema["description"] = runIDDescription
+		props["run_id"] = idSchema
+	}
+	if schema, err = flatten(schema); err != nil {
+		return nil, fmt.Errorf("%s's inputSchema: %w", tool, err)
 	}
 	return json.Marshal(schema)
 }
 
-// outputSchema is the tool's outputSchema (SPEC §9): the whole response
-// object of SPEC §3, self-contained, with tool fixed to its name and
-// result its result schema or null, so error results conform too. Of the
-// response schema's conditions, the ones about other tools are dropped.
-func (docs schemas) outputSchema(tool string) (json.RawMessage, error) {
+// combinators are the keywords an input schema may not hold at any depth
+// (SPEC §9): hosts convert tool schemas into function-calling subsets
+// that lack them.
+func combinators() []string { return []string{"allOf", "anyOf", "oneOf", "$ref"} }
+
+// flatten merges each allOf into the schema that holds it, recursively:
+// {"description": d, "allOf": [{"type": "string", "pattern": p}]} becomes
+// {"description": d, "type": "string", "pattern": p}. The outer schema's
+// annotations win; any other keyword that two of them set is an error,
+// as is anyOf, oneOf or $ref anywhere: such a schema is not flat.
+func flatten(v any) (any, error) {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			if k == "allOf" {
+				continue
+			}
+			if slices.Contains(combinators(), k) {
+				return nil, fmt.Errorf("%s cannot be flattened", k)
+			}
+			y, err := flatten(x)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = y
+		}
+		parts, _ := v["allOf"].([]any)
+		if _, ok := v["allOf"]; ok && parts == nil {
+			return nil, fmt.Errorf("allOf is not a list")
+		}
+		for _, part := range parts {
+			p, err := flatten(part)
+			if err != nil {
+				return nil, err
+			}
+			m, ok := p.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("an allOf member is not a schema object")
+			}
+			for k, x := range m {
+				if _, set := out[k]; set {
+					if k == "description" || k == "title" {
+						continue // the outer annotation says it for this place
+					}
+					return nil, fmt.Errorf("allOf sets %s twice", k)
+				}
+				out[k] = x
+			}
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			y, err := flatten(x)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = y
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// outputSchema is the tool's outputSchema (SPEC §9, §12): the whole
+// response object of SPEC §3, self-contained, with tool fixed to its name
+// and result its result schema or null, so error results conform too; the
+// lists an MCP answer cuts hold at most listLimit items, and the object
+// has the tenth key "truncated". Of the response schema's conditions, the
+// ones about other tools are dropped, and the one about this tool leaves
+// the result to properties.result.
+func (docs schemas) outputSchema(tool string, listLimit int) (json.RawMessage, error) {
 	response, err := docs.load("response")
 	if err != nil {
 		return nil, err
@@ -142,9 +228,23 @@ func (docs schemas) outputSchema(tool string) (json.RawMessage, error) {
 	if conditions, ok := obj["allOf"].([]any); ok {
 		var kept []any
 		for _, c := range conditions {
-			if about, ok := conditionTool(c); !ok || about == tool {
+			about, ok := conditionTool(c)
+			if !ok {
 				kept = append(kept, c)
+				continue
 			}
+			if about != tool {
+				continue
+			}
+			// Its result schema is the one properties.result holds below,
+			// with the lists' limits stated once.
+			then, _ := c.(map[string]any)["then"].(map[string]any)
+			thenProps, _ := then["properties"].(map[string]any)
+			if thenProps["result"] == nil {
+				return nil, fmt.Errorf("the response schema's condition about %s says nothing of its result", tool)
+			}
+			delete(thenProps, "result")
+			kept = append(kept, c)
 		}
 		obj["allOf"] = kept
 	}
@@ -160,9 +260,134 @@ func (docs schemas) outputSchema(tool string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, pointer := range app.CutLists(tool) {
+		if err := limitList(inlined, strings.TrimPrefix(pointer, "/result/"), listLimit); err != nil {
+			return nil, fmt.Errorf("%s's outputSchema: %s: %w", tool, pointer, err)
+		}
+	}
 	props["tool"] = map[string]any{"type": "string", "const": tool}
 	props["result"] = map[string]any{"anyOf": []any{inlined, map[string]any{"type": "null"}}}
+	props["truncated"] = truncatedSchema(tool, listLimit)
+	required, _ := obj["required"].([]any)
+	obj["required"] = append(slices.Clone(required), "truncated")
 	return json.Marshal(obj)
+}
+
+// truncatedSchema describes the "truncated" key of an MCP answer of tool:
+// the pointers of the lists it may cut, each mapped to a full length
+// greater than listLimit.
+func truncatedSchema(tool string, listLimit int) map[string]any {
+	lists := app.CutLists(tool)
+	if len(lists) == 0 {
+		return map[string]any{
+			"description":          "The lists this answer cut: this tool's answers cut none, so always {}.",
+			"type":                 "object",
+			"properties":           map[string]any{},
+			"additionalProperties": false,
+		}
+	}
+	alternatives := make([]string, len(lists))
+	for i, l := range lists {
+		alternatives[i] = strings.ReplaceAll(regexp.QuoteMeta(strings.TrimPrefix(l, "/result/")), regexp.QuoteMeta(app.AnyIndex), "[0-9]+")
+	}
+	whole := "The complete lists are in the committed run's result.json (resource metricproof://runs/{run_id}/result.json)."
+	if tool == app.ToolInspect {
+		whole = "analyze commits the complete lists in its run's result.json."
+	}
+	return map[string]any{
+		"description": fmt.Sprintf("The lists this answer cut to their first %d items, in document order: "+
+			"each RFC 6901 JSON Pointer mapped to the list's full length; {} when nothing was cut. %s", listLimit, whole),
+		"type":                 "object",
+		"propertyNames":        map[string]any{"pattern": "^/result/(" + strings.Join(alternatives, "|") + ")$"},
+		"additionalProperties": map[string]any{"type": "integer", "minimum": listLimit + 1, "maximum": domain.MaxDataRows},
+	}
+}
+
+// limitList states in the inlined result schema that the list at path
+// (names of properties, app.AnyIndex for the items of an array) holds at
+// most k items: maxItems, and every minItems lowered to k, in the list's
+// own schema and in the conditions of the object holding it.
+func limitList(schema any, path string, k int) error {
+	node, _ := schema.(map[string]any)
+	steps := strings.Split(path, "/")
+	for _, step := range steps[:len(steps)-1] {
+		var next map[string]any
+		if step == app.AnyIndex {
+			next, _ = node["items"].(map[string]any)
+		} else {
+			props, _ := node["properties"].(map[string]any)
+			next, _ = props[step].(map[string]any)
+		}
+		if next == nil {
+			return fmt.Errorf("the result schema has no %s", step)
+		}
+		node = next
+	}
+	name := steps[len(steps)-1]
+	props, _ := node["properties"].(map[string]any)
+	list, _ := props[name].(map[string]any)
+	if list == nil || list["type"] != "array" {
+		return fmt.Errorf("the result schema has no list %s", name)
+	}
+	clampItems(list, k, true)
+	clampConditions(node, name, k)
+	desc, _ := list["description"].(string)
+	list["description"] = strings.TrimSpace(desc + fmt.Sprintf(" Over MCP only the first %d; truncated holds the full length of a list cut.", k))
+	return nil
+}
+
+// clampConditions lowers the item counts the conditions of the object
+// schema obj (its allOf, anyOf and oneOf, and their then and else) ask of
+// its property name. An "if" is left alone: it asks nothing, it chooses.
+func clampConditions(obj map[string]any, name string, k int) {
+	for _, kw := range []string{"allOf", "anyOf", "oneOf"} {
+		list, _ := obj[kw].([]any)
+		for _, c := range list {
+			cond, _ := c.(map[string]any)
+			if cond == nil {
+				continue
+			}
+			for _, branch := range []map[string]any{cond, asSchema(cond["then"]), asSchema(cond["else"])} {
+				if branch == nil {
+					continue
+				}
+				props, _ := branch["properties"].(map[string]any)
+				if s, ok := props[name].(map[string]any); ok {
+					clampItems(s, k, false)
+				}
+				clampConditions(branch, name, k)
+			}
+		}
+	}
+}
+
+func asSchema(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// clampItems lowers minItems and maxItems of the array schema s to at most
+// k; with setMax, s gets a maxItems of k when it has none.
+func clampItems(s map[string]any, k int, setMax bool) {
+	for _, kw := range []string{"minItems", "maxItems"} {
+		if n, ok := count(s[kw]); ok {
+			s[kw] = min(n, k)
+		} else if kw == "maxItems" && setMax {
+			s[kw] = k
+		}
+	}
+}
+
+// count reads a schema's item count, a json.Number as the schemas decode.
+func count(v any) (int, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		i, err := n.Int64()
+		return int(i), err == nil
+	case int:
+		return n, true
+	}
+	return 0, false
 }
 
 // conditionTool returns the tool an if/then condition of the response

@@ -27,12 +27,98 @@ func (w *Workspace) LastLine(_ context.Context, rel string) ([]byte, error) {
 	return lastLine(data), nil
 }
 
-// Append implements ports.LedgerStore; wait is not needed, since the
-// workspace's lock is never held across a call.
-func (w *Workspace) Append(rel string, _ time.Duration, record func(last []byte) ([]byte, error)) error {
+// Lock implements ports.LedgerStore. Every holder is of this process, so
+// a wait runs until the holder lets go or wait runs out (ErrBusy); ctx
+// never cuts it short, as the port says of a turn held in the process.
+func (w *Workspace) Lock(_ context.Context, rel string, wait time.Duration) (ports.HeldLedger, error) {
+	if err := w.openLedger(rel); err != nil {
+		return nil, err
+	}
+	turn := w.ledgerTurn(rel)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case turn <- struct{}{}:
+	case <-timer.C:
+		return nil, ports.ErrBusy
+	}
+	return &heldLedger{w: w, rel: rel, turn: turn}, nil
+}
+
+// openLedger checks the ledger before it is locked: something other than
+// a regular file is ErrNotRegular, and an existing file that grants
+// anything to group or others is set to mode 0600. A missing ledger is
+// created, 0600, by its first append: a reader never sees it empty in
+// between.
+func (w *Workspace) openLedger(rel string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	data, err := w.ledgerBytes(rel)
+	fi, err := w.fs.Stat(w.abs(rel))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return ports.ErrNotRegular
+	}
+	return w.private(rel)
+}
+
+// private sets the mode of the file at rel to 0600 when it grants
+// anything to group or others.
+func (w *Workspace) private(rel string) error {
+	fi, err := w.fs.Stat(w.abs(rel))
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	return w.fs.Chmod(w.abs(rel), 0o600)
+}
+
+// ledgerTurn is the channel whose one slot the holder of the ledger at rel
+// fills.
+func (w *Workspace) ledgerTurn(rel string) chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	turn := w.turns[rel]
+	if turn == nil {
+		turn = make(chan struct{}, 1)
+		w.turns[rel] = turn
+	}
+	return turn
+}
+
+// heldLedger is the ledger while its turn is held.
+type heldLedger struct {
+	w        *Workspace
+	rel      string
+	turn     chan struct{}
+	appended bool
+	released bool
+}
+
+func (h *heldLedger) LastLine() ([]byte, error) {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	data, err := h.w.ledgerBytes(h.rel)
+	if err != nil || len(data) == 0 {
+		return nil, err
+	}
+	return lastLine(data), nil
+}
+
+func (h *heldLedger) Append(record func(last []byte) ([]byte, error)) error {
+	if h.appended {
+		return errors.New("the held ledger was appended to already")
+	}
+	h.appended = true
+	w := h.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	data, err := w.ledgerBytes(h.rel)
 	if err != nil {
 		return err
 	}
@@ -44,7 +130,7 @@ func (w *Workspace) Append(rel string, _ time.Duration, record func(last []byte)
 	if err != nil {
 		return err
 	}
-	f, err := w.fs.OpenFile(w.abs(rel), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := w.fs.OpenFile(w.abs(h.rel), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
@@ -52,6 +138,14 @@ func (w *Workspace) Append(rel string, _ time.Duration, record func(last []byte)
 		return errors.Join(err, f.Truncate(int64(len(data))), f.Close())
 	}
 	return f.Close()
+}
+
+func (h *heldLedger) Release() error {
+	if !h.released {
+		h.released = true
+		<-h.turn
+	}
+	return nil
 }
 
 // ScanLedger implements ports.LedgerStore.

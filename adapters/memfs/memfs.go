@@ -34,8 +34,9 @@ type Workspace struct {
 	root string // clean absolute slash path of the workspace in fs
 
 	mu      sync.Mutex
-	locked  map[string]bool // output directories whose lock is held
-	staging int             // counter that makes pending names unique
+	locked  map[string]bool          // output directories whose lock is held
+	turns   map[string]chan struct{} // each ledger's lock: a slot its holder fills
+	staging int                      // counter that makes pending names unique
 }
 
 var (
@@ -58,7 +59,7 @@ func New(fsys afero.Fs, root string) (*Workspace, error) {
 	case !fi.IsDir():
 		return nil, ports.ErrNotDir
 	}
-	return &Workspace{fs: fsys, root: root, locked: map[string]bool{}}, nil
+	return &Workspace{fs: fsys, root: root, locked: map[string]bool{}, turns: map[string]chan struct{}{}}, nil
 }
 
 func (w *Workspace) abs(rel string) string {
@@ -182,11 +183,14 @@ func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
 	if w.locked[dir] {
 		return nil, ports.ErrBusy
 	}
-	lock, err := w.fs.OpenFile(w.abs(path.Join(dir, ports.LockFile)), os.O_RDWR|os.O_CREATE, 0o644)
+	lock, err := w.fs.OpenFile(w.abs(path.Join(dir, ports.LockFile)), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	if err := lock.Close(); err != nil {
+		return nil, err
+	}
+	if err := w.private(path.Join(dir, ports.LockFile)); err != nil {
 		return nil, err
 	}
 	w.locked[dir] = true
@@ -327,4 +331,26 @@ func (w *Workspace) ReadRun(dir, runID string, names []string, limitBytes int64)
 		}
 	}
 	return run, nil
+}
+
+// ListRuns implements ports.EvidenceStore.
+func (w *Workspace) ListRuns(dir string) ([]ports.ListedRun, error) {
+	entries, err := afero.ReadDir(w.fs, w.abs(dir))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	var runs []ports.ListedRun
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		fi, err := w.fs.Stat(w.abs(path.Join(dir, e.Name(), ports.ResultFile)))
+		if err == nil && fi.Mode().IsRegular() {
+			runs = append(runs, ports.ListedRun{Name: e.Name(), ResultBytes: fi.Size()})
+		}
+	}
+	return runs, nil
 }

@@ -33,9 +33,16 @@ func (w *Workspace) OpenWriter(dir string) (_ ports.EvidenceWriter, err error) {
 		ew.release()
 		return nil, err
 	}
-	if ew.lock, err = w.openFile(out, ports.LockFile, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+	if ew.lock, err = w.openFile(out, ports.LockFile, os.O_RDWR|os.O_CREATE, lockFileMode); err != nil {
 		ew.release()
 		return nil, classify(err)
+	}
+	// Before the lock is tried: a lock file an earlier version made 0644
+	// is closed to other accounts' next opens even while one of them
+	// holds it (no descriptor already open is revoked).
+	if err := w.private(ew.lock); err != nil {
+		ew.release()
+		return nil, err
 	}
 	if err := lockNoWait(ew.lock); err != nil {
 		ew.release()
@@ -392,6 +399,41 @@ func hasExtra(d *os.File, names []string) (bool, error) {
 		}
 		if err != nil {
 			return false, err
+		}
+	}
+}
+
+// ListRuns implements ports.EvidenceStore. It reads the output directory
+// in batches, so a directory of many entries is never held whole as
+// directory entries, and looks into each subdirectory without following a
+// symlink.
+func (w *Workspace) ListRuns(dir string) (_ []ports.ListedRun, err error) {
+	defer func() { err = withCause(err) }()
+	d, err := w.root.Open(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return nil, nil
+	case err != nil:
+		return nil, classify(err)
+	}
+	defer d.Close()
+	var runs []ports.ListedRun
+	for {
+		entries, err := d.ReadDir(256)
+		for _, e := range entries {
+			if !e.IsDir() { // a symlink to a directory is not one
+				continue
+			}
+			fi, err := w.root.Lstat(path.Join(dir, e.Name(), ports.ResultFile))
+			if err == nil && fi.Mode().IsRegular() {
+				runs = append(runs, ports.ListedRun{Name: e.Name(), ResultBytes: fi.Size()})
+			}
+		}
+		if err == io.EOF || len(entries) == 0 {
+			return runs, nil
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 }

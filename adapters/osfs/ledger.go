@@ -29,11 +29,9 @@ const maxLedgerLineBytes = 64 << 10
 // 10 s), so that ErrBusy means the same wait to the app either way.
 const readLockWait = 10 * time.Second
 
-// lockPollInterval is how often a waiting lock is tried again.
-const lockPollInterval = 5 * time.Millisecond
-
 // LastLine implements ports.LedgerStore. It reads backwards from the end,
-// at most maxLedgerLineBytes, under a shared flock.
+// at most maxLedgerLineBytes, under a shared flock, and changes nothing:
+// a damaged ledger is refused as it was found, its mode included.
 func (w *Workspace) LastLine(ctx context.Context, rel string) (_ []byte, err error) {
 	defer func() { err = withCause(err) }()
 	f, err := w.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
@@ -43,24 +41,27 @@ func (w *Workspace) LastLine(ctx context.Context, rel string) (_ []byte, err err
 	case err != nil:
 		return nil, classify(err)
 	}
-	defer f.Close()
 	if err := regular(f); err != nil {
+		f.Close()
 		return nil, err
 	}
-	if err := lockWithin(ctx, f, unix.LOCK_SH, readLockWait); err != nil {
+	l, err := lockWithin(ctx, w.gateFor(rel), f, unix.LOCK_SH, readLockWait)
+	if err != nil {
 		return nil, err
 	}
+	defer l.release()
 	return lastLine(f)
 }
 
-// Append implements ports.LedgerStore. The ledger is opened for this one
-// append, so its flock excludes every other append, in this process too.
-func (w *Workspace) Append(rel string, wait time.Duration, record func(last []byte) ([]byte, error)) (err error) {
+// Lock implements ports.LedgerStore. The ledger is opened for this one
+// hold, so its flock excludes every other holder, in this process too
+// (the gate queues those before the kernel does).
+func (w *Workspace) Lock(ctx context.Context, rel string, wait time.Duration) (_ ports.HeldLedger, err error) {
 	defer func() { err = withCause(err) }()
 	created := false
 	f, err := w.root.OpenFile(rel, os.O_RDWR|os.O_APPEND|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		f, err = w.root.OpenFile(rel, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err = w.root.OpenFile(rel, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, lockFileMode)
 		created = err == nil
 		if errors.Is(err, fs.ErrExist) { // another call created it meanwhile
 			f, err = w.root.OpenFile(rel, os.O_RDWR|os.O_APPEND|syscall.O_NONBLOCK, 0)
@@ -68,19 +69,51 @@ func (w *Workspace) Append(rel string, wait time.Duration, record func(last []by
 	}
 	switch {
 	case errors.Is(err, syscall.EISDIR):
-		return ports.ErrNotRegular
+		return nil, ports.ErrNotRegular
 	case err != nil:
-		return classify(err)
+		return nil, classify(err)
 	}
-	defer f.Close() // closing releases the flock
 	if err := regular(f); err != nil {
-		return err
+		f.Close()
+		return nil, err
 	}
-	// The record is the call's outcome, already decided: it waits its whole
-	// time, whatever cancels the call meanwhile.
-	if err := lockWithin(context.Background(), f, unix.LOCK_EX, wait); err != nil {
-		return err
+	// Before the wait, so that a ledger an earlier version made 0644 is
+	// closed to other accounts' next opens even while one of them holds
+	// its lock (no descriptor already open is revoked).
+	if err := w.private(f); err != nil {
+		f.Close()
+		return nil, err
 	}
+	l, err := lockWithin(ctx, w.gateFor(rel), f, unix.LOCK_EX, wait)
+	if err != nil {
+		return nil, err
+	}
+	return &heldLedger{w: w, rel: rel, l: l, created: created}, nil
+}
+
+// heldLedger is the ledger under this process's exclusive flock.
+type heldLedger struct {
+	w        *Workspace
+	rel      string
+	l        *flocked
+	created  bool // Lock created the file: its directory is fsynced after the first record
+	appended bool
+}
+
+func (h *heldLedger) LastLine() (_ []byte, err error) {
+	defer func() { err = withCause(err) }()
+	return lastLine(h.l.f)
+}
+
+func (h *heldLedger) Release() error { return h.l.release() }
+
+func (h *heldLedger) Append(record func(last []byte) ([]byte, error)) (err error) {
+	defer func() { err = withCause(err) }()
+	if h.appended {
+		return errors.New("the held ledger was appended to already")
+	}
+	h.appended = true
+	f := h.l.f
 	last, err := lastLine(f)
 	if err != nil {
 		return err
@@ -93,7 +126,7 @@ func (w *Workspace) Append(rel string, wait time.Duration, record func(last []by
 	if err != nil {
 		return err
 	}
-	if n, err := w.write(f, line); err != nil || n != len(line) {
+	if n, err := h.w.write(f, line); err != nil || n != len(line) {
 		if err == nil {
 			err = io.ErrShortWrite
 		}
@@ -104,13 +137,13 @@ func (w *Workspace) Append(rel string, wait time.Duration, record func(last []by
 	// A record whose fsync failed may or may not be on the disk, and the
 	// call will not answer what it holds: cut it off as well, so that the
 	// ledger never records a response that was not sent.
-	if err := w.sync(f); err != nil {
+	if err := h.w.sync(f); err != nil {
 		return cutBack(f, fi.Size(), err)
 	}
-	if created {
-		d, err := w.root.Open(path.Dir(rel))
+	if h.created {
+		d, err := h.w.root.Open(path.Dir(h.rel))
 		if err == nil {
-			err = w.sync(d)
+			err = h.w.sync(d)
 			d.Close()
 		}
 		if err != nil {
@@ -141,18 +174,20 @@ func (w *Workspace) ScanLedger(rel string, line func([]byte) error) (err error) 
 	if err != nil {
 		return classify(err)
 	}
-	defer f.Close()
 	if err := regular(f); err != nil {
+		f.Close()
 		return err
 	}
-	if err := lockWithin(context.Background(), f, unix.LOCK_SH, readLockWait); err != nil {
-		return err
-	}
-	fi, err := f.Stat()
+	l, err := lockWithin(context.Background(), w.gateFor(rel), f, unix.LOCK_SH, readLockWait)
 	if err != nil {
 		return err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
+	defer f.Close()
+	fi, err := f.Stat()
+	if uerr := l.unlock(); err == nil {
+		err = uerr
+	}
+	if err != nil {
 		return err
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, fi.Size()), 64<<10)
@@ -198,28 +233,6 @@ func regular(f *os.File) error {
 		return ports.ErrNotRegular
 	}
 	return nil
-}
-
-// lockWithin takes the flock how on f, trying again until wait has passed
-// (then ports.ErrBusy) or ctx is done (then its error).
-func lockWithin(ctx context.Context, f *os.File, how int, wait time.Duration) error {
-	deadline := time.Now().Add(wait)
-	for {
-		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
-		switch {
-		case err == nil:
-			return nil
-		case !errors.Is(err, unix.EWOULDBLOCK):
-			return err
-		case time.Now().After(deadline):
-			return ports.ErrBusy
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(lockPollInterval):
-		}
-	}
 }
 
 // lastLine reads the last line of f, with its newline, from the end

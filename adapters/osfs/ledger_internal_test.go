@@ -40,6 +40,17 @@ func openLedgerWorkspace(t *testing.T, content []byte) (*Workspace, string) {
 	return ws, filepath.Join(dir, "ledger.jsonl")
 }
 
+// appendOnce appends one record as a call does: the lock, one append
+// through the hold, the release.
+func (w *Workspace) appendOnce(rel string, wait time.Duration, record func(last []byte) ([]byte, error)) error {
+	held, err := w.Lock(context.Background(), rel, wait)
+	if err != nil {
+		return err
+	}
+	defer held.Release()
+	return held.Append(record)
+}
+
 // fileBytes reads a file, failing the test if it cannot.
 func fileBytes(t *testing.T, path string) string {
 	t.Helper()
@@ -80,7 +91,7 @@ func TestTheLastLineOfAHugeLedgerIsReadFromTheEnd(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(string(last), "the last record\n")
 	var seen string
-	is.NoErr(ws.Append("ledger.jsonl", time.Second, line("the next record\n", &seen)))
+	is.NoErr(ws.appendOnce("ledger.jsonl", time.Second, line("the next record\n", &seen)))
 	is.Equal(seen, "the last record\n")
 	fi, err := os.Stat(path)
 	is.NoErr(err)
@@ -140,7 +151,7 @@ func TestALockedLedgerMakesTheAppendBusy(t *testing.T) {
 			ws, path := openLedgerWorkspace(t, []byte("one\n"))
 			release := flockOther(t, path, how)
 			built := false
-			err := ws.Append("ledger.jsonl", 50*time.Millisecond, func([]byte) ([]byte, error) {
+			err := ws.appendOnce("ledger.jsonl", 50*time.Millisecond, func([]byte) ([]byte, error) {
 				built = true
 				return []byte("two\n"), nil
 			})
@@ -149,7 +160,7 @@ func TestALockedLedgerMakesTheAppendBusy(t *testing.T) {
 			is.Equal(fileBytes(t, path), "one\n")
 
 			release()
-			is.NoErr(ws.Append("ledger.jsonl", 50*time.Millisecond, line("two\n", nil)))
+			is.NoErr(ws.appendOnce("ledger.jsonl", 50*time.Millisecond, line("two\n", nil)))
 			is.Equal(fileBytes(t, path), "one\ntwo\n")
 		})
 	}
@@ -176,7 +187,7 @@ func TestAnAppendWaitsForTheLock(t *testing.T) {
 	released := false
 	done := make(chan error, 1)
 	go func() {
-		done <- ws.Append("ledger.jsonl", time.Minute, func([]byte) ([]byte, error) {
+		done <- ws.appendOnce("ledger.jsonl", time.Minute, func([]byte) ([]byte, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if !released {
@@ -215,7 +226,7 @@ func TestConcurrentAppendsChain(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- w.Append("ledger.jsonl", time.Minute, func(last []byte) ([]byte, error) {
+			errs <- w.appendOnce("ledger.jsonl", time.Minute, func(last []byte) ([]byte, error) {
 				seq := 0
 				if last != nil {
 					if _, err := fmt.Sscanf(string(last), "%d\n", &seq); err != nil {
@@ -261,13 +272,13 @@ func TestAShortWriteIsCutBack(t *testing.T) {
 				}
 				return n, tt.err
 			}
-			err := ws.Append("ledger.jsonl", time.Second, line("a torn record\n", nil))
+			err := ws.appendOnce("ledger.jsonl", time.Second, line("a torn record\n", nil))
 			is.True(errors.Is(err, tt.want)) // the failure is reported, with its cause
 			is.Equal(fileBytes(t, path), "one\n")
 
 			ws.write = (*os.File).Write
 			var seen string
-			is.NoErr(ws.Append("ledger.jsonl", time.Second, line("two\n", &seen)))
+			is.NoErr(ws.appendOnce("ledger.jsonl", time.Second, line("two\n", &seen)))
 			is.Equal(seen, "one\n")
 			is.Equal(fileBytes(t, path), "one\ntwo\n")
 		})
@@ -287,10 +298,10 @@ func TestAppendSyncsAndCutsBackAFailedSync(t *testing.T) {
 		synced = append(synced, filepath.ToSlash(rel))
 		return f.Sync()
 	}
-	is.NoErr(ws.Append("ledger.jsonl", time.Second, line("one\n", nil)))
+	is.NoErr(ws.appendOnce("ledger.jsonl", time.Second, line("one\n", nil)))
 	is.Equal(synced, []string{"ledger.jsonl", "."}) // the new ledger, then its directory
 	synced = nil
-	is.NoErr(ws.Append("ledger.jsonl", time.Second, line("two\n", nil)))
+	is.NoErr(ws.appendOnce("ledger.jsonl", time.Second, line("two\n", nil)))
 	is.Equal(synced, []string{"ledger.jsonl"}) // an existing ledger only
 
 	for _, failAt := range []int{1, 2} {
@@ -306,7 +317,7 @@ func TestAppendSyncsAndCutsBackAFailedSync(t *testing.T) {
 				}
 				return f.Sync()
 			}
-			err := ws.Append("ledger.jsonl", time.Second, line("one\n", nil))
+			err := ws.appendOnce("ledger.jsonl", time.Second, line("one\n", nil))
 			is.True(errors.Is(err, boom))
 			is.Equal(fileBytes(t, path), "") // created, but holding no record
 		})
@@ -316,7 +327,7 @@ func TestAppendSyncsAndCutsBackAFailedSync(t *testing.T) {
 		ws, path := openLedgerWorkspace(t, []byte("one\n"))
 		boom := errors.New("injected fsync failure")
 		ws.sync = func(*os.File) error { return boom }
-		err := ws.Append("ledger.jsonl", time.Second, line("two\n", nil))
+		err := ws.appendOnce("ledger.jsonl", time.Second, line("two\n", nil))
 		is.True(errors.Is(err, boom))
 		is.Equal(fileBytes(t, path), "one\n")
 	})
@@ -330,7 +341,7 @@ func TestAFIFOIsNotALedger(t *testing.T) {
 	is.NoErr(unix.Mkfifo(path, 0o644))
 	_, err := ws.LastLine(context.Background(), "ledger.jsonl")
 	is.True(errors.Is(err, ports.ErrNotRegular)) // LastLine
-	err = ws.Append("ledger.jsonl", time.Second, line("one\n", nil))
+	err = ws.appendOnce("ledger.jsonl", time.Second, line("one\n", nil))
 	is.True(errors.Is(err, ports.ErrNotRegular)) // Append
 	err = ws.ScanLedger("ledger.jsonl", func([]byte) error { return nil })
 	is.True(errors.Is(err, ports.ErrNotRegular)) // ScanLedger

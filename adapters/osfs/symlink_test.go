@@ -299,6 +299,24 @@ func TestSavedFilesAreNeverReadThroughSymlinks(t *testing.T) {
 	is.True(got.Exists && !got.Dir) // a symlinked run directory is not a run directory
 }
 
+// A run directory or result file that is a symlink is not listed: a read
+// of it would be refused.
+func TestListedRunsAreNeverSymlinks(t *testing.T) {
+	is := is.New(t)
+	ws, outside := layout(t)
+	run := filepath.Join(ws, "runs", "r1")
+	is.NoErr(os.MkdirAll(run, 0o755))
+	is.NoErr(os.WriteFile(filepath.Join(run, "result.json"), []byte("{}"), 0o644))
+	symlink(t, "r1", filepath.Join(ws, "runs", "r2"))                               // a symlinked run
+	symlink(t, outside, filepath.Join(ws, "runs", "r3"))                            // one leading outside
+	is.NoErr(os.MkdirAll(filepath.Join(ws, "runs", "r4"), 0o755))                   // a run whose result
+	symlink(t, "../r1/result.json", filepath.Join(ws, "runs", "r4", "result.json")) // is a symlink
+
+	runs, err := open(t, ws).ListRuns("runs")
+	is.NoErr(err)
+	is.Equal(runs, []ports.ListedRun{{Name: "r1", ResultBytes: 2}})
+}
+
 // The app hands OpenWriter a directory its write boundary approved, already
 // resolved. Should a component have been swapped for a symlink since (here:
 // "out", now a link into data/), the writer refuses rather than write where

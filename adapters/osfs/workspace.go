@@ -16,6 +16,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/metricproof/metricproof/adapters/internal/bounded"
@@ -34,8 +35,8 @@ type Workspace struct {
 	// relate absolute option paths to the workspace, and never leaves this
 	// package.
 	real string
-	// The calls through which osfs opens, creates, writes, flushes and
-	// renames. Tests replace them to fail with the errno a full disk, a
+	// The calls through which osfs opens, creates, writes, flushes,
+	// renames and makes the lock files private. Tests replace them to fail with the errno a full disk, a
 	// quota, a read-only mount or a denied permission gives: CI runs as
 	// root, where chmod denies nothing. Every error they return reaches
 	// the app through withCause.
@@ -44,6 +45,12 @@ type Workspace struct {
 	write    func(f *os.File, data []byte) (int, error)
 	sync     func(*os.File) error
 	rename   func(dir *os.File, from, to string) error // renameat2(RENAME_NOREPLACE)
+	chmod    func(f *os.File, mode fs.FileMode) error  // fchmod, of the lock files
+
+	// gates queue this process's callers of each ledger's flock, keyed by
+	// its workspace-relative path (flock.go).
+	gatesMu sync.Mutex
+	gates   map[string]*gate
 }
 
 var (
@@ -89,6 +96,7 @@ func Open(path string) (_ *Workspace, err error) {
 		write:    (*os.File).Write,
 		sync:     (*os.File).Sync,
 		rename:   renameat2,
+		chmod:    (*os.File).Chmod,
 	}, nil
 }
 

@@ -3,6 +3,7 @@ package porttest
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		last, err = s.Ledger.LastLine(context.Background(), "log/empty.jsonl")
 		is.NoErr(err)
 		is.Equal(last, nil) // empty
-		is.NoErr(s.Ledger.Append("log/empty.jsonl", wait, func(last []byte) ([]byte, error) {
+		is.NoErr(appendOnce(s.Ledger, "log/empty.jsonl", wait, func(last []byte) ([]byte, error) {
 			is.Equal(last, nil) // an empty ledger hands no last line to the record
 			return []byte("first\n"), nil
 		}))
@@ -38,7 +39,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		is := is.New(t)
 		s := newSubject(t, map[string]string{"log/": ""})
 		calls := 0
-		is.NoErr(s.Ledger.Append("log/ledger.jsonl", wait, func(last []byte) ([]byte, error) {
+		is.NoErr(appendOnce(s.Ledger, "log/ledger.jsonl", wait, func(last []byte) ([]byte, error) {
 			calls++
 			is.Equal(last, nil)
 			return []byte("first\n"), nil
@@ -53,7 +54,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		s := newSubject(t, nil)
 		var seen []string
 		for _, line := range []string{"one\n", "two\n", "three\n"} {
-			is.NoErr(s.Ledger.Append("ledger.jsonl", wait, func(last []byte) ([]byte, error) {
+			is.NoErr(appendOnce(s.Ledger, "ledger.jsonl", wait, func(last []byte) ([]byte, error) {
 				seen = append(seen, string(last))
 				return []byte(line), nil
 			}))
@@ -74,7 +75,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		last, err := s.Ledger.LastLine(context.Background(), "ledger.jsonl")
 		is.NoErr(err)
 		is.Equal(string(last), "last\n")
-		is.NoErr(s.Ledger.Append("ledger.jsonl", wait, func(last []byte) ([]byte, error) {
+		is.NoErr(appendOnce(s.Ledger, "ledger.jsonl", wait, func(last []byte) ([]byte, error) {
 			is.Equal(string(last), "last\n")
 			return []byte("next\n"), nil
 		}))
@@ -96,7 +97,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 				is.NoErr(err)
 				is.Equal(string(last), tt.last)
 				refused := errors.New("refused")
-				err = s.Ledger.Append("ledger.jsonl", wait, func(last []byte) ([]byte, error) {
+				err = appendOnce(s.Ledger, "ledger.jsonl", wait, func(last []byte) ([]byte, error) {
 					is.Equal(string(last), tt.last) // the append sees the same line
 					return nil, refused
 				})
@@ -110,11 +111,11 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		is := is.New(t)
 		s := newSubject(t, map[string]string{"ledger.jsonl": "one\n"})
 		boom := errors.New("the record could not be built")
-		err := s.Ledger.Append("ledger.jsonl", wait, func([]byte) ([]byte, error) { return nil, boom })
+		err := appendOnce(s.Ledger, "ledger.jsonl", wait, func([]byte) ([]byte, error) { return nil, boom })
 		is.True(errors.Is(err, boom)) // the record's own error comes back
 		is.Equal(read(t, s, "ledger.jsonl"), "one\n")
 
-		err = s.Ledger.Append("new.jsonl", wait, func([]byte) ([]byte, error) { return nil, boom })
+		err = appendOnce(s.Ledger, "new.jsonl", wait, func([]byte) ([]byte, error) { return nil, boom })
 		is.True(errors.Is(err, boom))
 		if data, err := s.Read("new.jsonl"); err == nil {
 			is.Equal(string(data), "") // a ledger it created holds no record
@@ -126,7 +127,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		s := newSubject(t, map[string]string{"ledger.jsonl/": "", "ledger.jsonl/inside": "x"})
 		_, err := s.Ledger.LastLine(context.Background(), "ledger.jsonl")
 		is.True(errors.Is(err, ports.ErrNotRegular)) // LastLine
-		err = s.Ledger.Append("ledger.jsonl", wait, func([]byte) ([]byte, error) {
+		err = appendOnce(s.Ledger, "ledger.jsonl", wait, func([]byte) ([]byte, error) {
 			t.Error("the record was built for a directory")
 			return []byte("x\n"), nil
 		})
@@ -175,13 +176,81 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		var lines []string
 		is.NoErr(s.Ledger.ScanLedger("ledger.jsonl", func(line []byte) error {
 			if len(lines) == 0 {
-				is.NoErr(s.Ledger.Append("ledger.jsonl", wait, func([]byte) ([]byte, error) { return []byte("three\n"), nil })) // not held up
+				is.NoErr(appendOnce(s.Ledger, "ledger.jsonl", wait, func([]byte) ([]byte, error) { return []byte("three\n"), nil })) // not held up
 			}
 			lines = append(lines, string(line))
 			return nil
 		}))
 		is.Equal(lines, []string{"one\n", "two\n"}) // the ledger as the scan began
 		is.Equal(read(t, s, "ledger.jsonl"), "one\ntwo\nthree\n")
+	})
+
+	t.Run("a held ledger excludes every other holder until it is released", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"ledger.jsonl": "one\n"})
+		held, err := s.Ledger.Lock(context.Background(), "ledger.jsonl", wait)
+		is.NoErr(err)
+		last, err := held.LastLine()
+		is.NoErr(err)
+		is.Equal(string(last), "one\n") // the last line, under the hold
+		_, err = s.Ledger.Lock(context.Background(), "ledger.jsonl", 20*time.Millisecond)
+		is.True(errors.Is(err, ports.ErrBusy)) // a second holder waits its wait, then gives up
+		err = appendOnce(s.Ledger, "ledger.jsonl", 20*time.Millisecond, func([]byte) ([]byte, error) {
+			t.Error("a record was built beside the hold")
+			return []byte("x\n"), nil
+		})
+		is.True(errors.Is(err, ports.ErrBusy)) // so does an append
+		is.NoErr(held.Append(func(last []byte) ([]byte, error) {
+			is.Equal(string(last), "one\n")
+			return []byte("two\n"), nil
+		}))
+		is.True(held.Append(func([]byte) ([]byte, error) { return []byte("again\n"), nil }) != nil) // one append per hold
+		is.NoErr(held.Release())
+		is.NoErr(held.Release()) // a second release does nothing
+		is.Equal(read(t, s, "ledger.jsonl"), "one\ntwo\n")
+		is.NoErr(appendOnce(s.Ledger, "ledger.jsonl", wait, func(last []byte) ([]byte, error) {
+			is.Equal(string(last), "two\n")
+			return []byte("three\n"), nil
+		}))
+		is.Equal(read(t, s, "ledger.jsonl"), "one\ntwo\nthree\n")
+	})
+
+	t.Run("a waiting holder gets the lock once it is released", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"ledger.jsonl": "one\n"})
+		held, err := s.Ledger.Lock(context.Background(), "ledger.jsonl", wait)
+		is.NoErr(err)
+		done := make(chan error, 1)
+		go func() {
+			done <- appendOnce(s.Ledger, "ledger.jsonl", time.Minute, func(last []byte) ([]byte, error) {
+				if string(last) != "two\n" {
+					return nil, errors.New("the record was built before the hold's append")
+				}
+				return []byte("three\n"), nil
+			})
+		}()
+		is.NoErr(held.Append(func([]byte) ([]byte, error) { return []byte("two\n"), nil }))
+		is.NoErr(held.Release())
+		is.NoErr(<-done)
+		is.Equal(read(t, s, "ledger.jsonl"), "one\ntwo\nthree\n")
+	})
+
+	t.Run("a ledger is private, and one open to others is made so by its lock, never by a read", func(t *testing.T) {
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"old.jsonl": "one\n"})
+		is.NoErr(appendOnce(s.Ledger, "new.jsonl", wait, func([]byte) ([]byte, error) { return []byte("first\n"), nil }))
+		is.Equal(s.Mode("new.jsonl"), fs.FileMode(0o600)) // created 0600
+
+		s.Chmod("old.jsonl", 0o644) // as an earlier version made it
+		_, err := s.Ledger.LastLine(context.Background(), "old.jsonl")
+		is.NoErr(err)
+		is.NoErr(s.Ledger.ScanLedger("old.jsonl", func([]byte) error { return nil }))
+		is.Equal(s.Mode("old.jsonl"), fs.FileMode(0o644)) // reads change nothing
+		held, err := s.Ledger.Lock(context.Background(), "old.jsonl", wait)
+		is.NoErr(err)
+		is.Equal(s.Mode("old.jsonl"), fs.FileMode(0o600)) // the lock makes it private
+		is.NoErr(held.Release())
+		is.Equal(read(t, s, "old.jsonl"), "one\n") // and writes nothing
 	})
 
 	t.Run("a scan of a missing ledger is ErrMissing", func(t *testing.T) {
@@ -191,6 +260,17 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		is.True(errors.Is(err, ports.ErrMissing))
 		is.Equal(s.List("."), []string{}) // and a scan creates nothing
 	})
+}
+
+// appendOnce appends one record as a call does: the lock, one append
+// through the hold, the release.
+func appendOnce(store ports.LedgerStore, rel string, wait time.Duration, record func(last []byte) ([]byte, error)) error {
+	held, err := store.Lock(context.Background(), rel, wait)
+	if err != nil {
+		return err
+	}
+	defer held.Release()
+	return held.Append(record)
 }
 
 // read returns a workspace-relative file's bytes as a string.

@@ -43,6 +43,10 @@ type Subject struct {
 	Read func(rel string) ([]byte, error)
 	// Write creates a file (or, for a name ending in "/", a directory).
 	Write func(rel string, data string)
+	// Mode returns a workspace-relative file's permission bits.
+	Mode func(rel string) fs.FileMode
+	// Chmod sets a workspace-relative file's permission bits.
+	Chmod func(rel string, mode fs.FileMode)
 }
 
 // Factory builds a Subject whose workspace holds files: names are
@@ -61,7 +65,7 @@ type Tree struct {
 // Subject returns a Subject over this tree with the adapter's ports.
 func (tr Tree) Subject(sources ports.SourceReader, paths ports.PathResolver, evidence ports.EvidenceStore, marker func(string) ports.Canceller) Subject {
 	return Subject{Sources: sources, Paths: paths, Evidence: evidence, Marker: marker,
-		Abs: tr.Abs, List: tr.List, Read: tr.Read, Write: tr.Write}
+		Abs: tr.Abs, List: tr.List, Read: tr.Read, Write: tr.Write, Mode: tr.Mode, Chmod: tr.Chmod}
 }
 
 // Fill creates the workspace directory and files in it.
@@ -116,6 +120,24 @@ func (tr Tree) List(rel string) []string {
 
 // Read returns a workspace-relative file's bytes.
 func (tr Tree) Read(rel string) ([]byte, error) { return afero.ReadFile(tr.Fs, tr.Abs(rel)) }
+
+// Mode returns a workspace-relative file's permission bits.
+func (tr Tree) Mode(rel string) fs.FileMode {
+	tr.T.Helper()
+	fi, err := tr.Fs.Stat(tr.Abs(rel))
+	if err != nil {
+		tr.T.Fatal(err)
+	}
+	return fi.Mode().Perm()
+}
+
+// Chmod sets a workspace-relative file's permission bits.
+func (tr Tree) Chmod(rel string, mode fs.FileMode) {
+	tr.T.Helper()
+	if err := tr.Fs.Chmod(tr.Abs(rel), mode); err != nil {
+		tr.T.Fatal(err)
+	}
+}
 
 // SourceReader runs the ports.SourceReader contract.
 func SourceReader(t *testing.T, newSubject Factory) {
@@ -285,6 +307,28 @@ func EvidenceStore(t *testing.T, newSubject Factory) {
 		is.Equal(s.List("out"), []string{".writer.lock"}) // the lock file may stay
 	})
 
+	t.Run("the lock file is private, and one open to others is made so", func(t *testing.T) {
+		// flock needs only a descriptor open for reading: a lock file
+		// another account can open is one it can hold.
+		is := is.New(t)
+		s := newSubject(t, map[string]string{"out/": "", "old/": "", "old/.writer.lock": ""})
+		w, err := s.Evidence.OpenWriter("out")
+		is.NoErr(err)
+		is.Equal(s.Mode("out/.writer.lock"), fs.FileMode(0o600)) // created 0600
+		is.NoErr(w.Close())
+		for _, mode := range []fs.FileMode{0o644, 0o666, 0o604, 0o640, 0o700} {
+			s.Chmod("old/.writer.lock", mode)
+			w, err := s.Evidence.OpenWriter("old")
+			is.NoErr(err)
+			want := fs.FileMode(0o600)
+			if mode&0o077 == 0 {
+				want = mode // nothing for others: left as it is
+			}
+			is.Equal(s.Mode("old/.writer.lock"), want)
+			is.NoErr(w.Close())
+		}
+	})
+
 	t.Run("a commit never replaces an existing entry", func(t *testing.T) {
 		for _, existing := range []string{"out/r1/", "out/r1"} {
 			is := is.New(t)
@@ -391,6 +435,33 @@ func EvidenceStore(t *testing.T, newSubject Factory) {
 		run, err = s.Evidence.ReadRun("out", "extra", names, 10)
 		is.NoErr(err)
 		is.True(run.Extra) // notes.txt is not a run file
+	})
+
+	t.Run("listing finds the directories holding a regular result file, and writes nothing", func(t *testing.T) {
+		is := is.New(t)
+		files := map[string]string{
+			"out/r1/result.json":            "0123456789",
+			"out/r1/receipt.json":           "{}",
+			"out/r2/result.json":            "{}",
+			"out/.pending-x/result.json":    "{}",
+			"out/.writer.lock":              "",
+			"out/file":                      "x",
+			"out/empty/":                    "",
+			"out/receipt-only/receipt.json": "{}",
+			"out/dir-result/result.json/":   "",
+		}
+		s := newSubject(t, files)
+		before := s.List("out")
+		runs, err := s.Evidence.ListRuns("out")
+		is.NoErr(err)
+		slices.SortFunc(runs, func(a, b ports.ListedRun) int { return strings.Compare(a.Name, b.Name) })
+		// The port does not judge names: the app keeps those in the ID grammar.
+		is.Equal(runs, []ports.ListedRun{{Name: ".pending-x", ResultBytes: 2}, {Name: "r1", ResultBytes: 10}, {Name: "r2", ResultBytes: 2}})
+		is.Equal(s.List("out"), before) // nothing written
+
+		runs, err = s.Evidence.ListRuns("nothing-here")
+		is.NoErr(err)
+		is.Equal(len(runs), 0) // a missing output directory lists nothing
 	})
 }
 

@@ -13,6 +13,12 @@
 //
 //	go run ./cmd/bench            # 15 runs of each
 //	go run ./cmd/bench -runs 31
+//
+// With -mcp it measures the MCP server instead (mcp.go): one warm
+// "tool-runner mcp" session per size, the SDK's client timing each
+// tools/call, next to the in-process floor of the same run. -runner PATH
+// measures a tool-runner built elsewhere (another revision, for a before
+// and after) instead of building this one.
 package main
 
 import (
@@ -92,6 +98,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	runs := fs.Int("runs", 15, "timed runs of each tool at each size (at least 15)")
 	keep := fs.Bool("keep", false, "keep the temporary directory and say where it is")
+	mcpMode := fs.Bool("mcp", false, "measure tools/call of a warm MCP server session instead of one-shot processes")
+	runner := fs.String("runner", "", "measure this tool-runner binary instead of building one")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -99,15 +107,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *runs < 15 || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: go run ./cmd/bench [-runs N (>= 15)] [-keep]")
+		fmt.Fprintln(stderr, "usage: go run ./cmd/bench [-runs N (>= 15)] [-keep] [-mcp] [-runner PATH]")
 		return 2
 	}
-	b, err := newBench(*keep)
+	b, err := newBench(*keep, *runner)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
 	defer b.close(stderr)
+	if *mcpMode {
+		if err := b.runMCP(*runs, stdout); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		return 0
+	}
 	results := map[int]map[string]measure{}
 	for _, rows := range sizes() {
 		m, err := b.measureSize(rows, *runs)
@@ -129,7 +144,7 @@ type bench struct {
 	contract                 []byte
 }
 
-func newBench(keep bool) (*bench, error) {
+func newBench(keep bool, runner string) (*bench, error) {
 	root, err := os.Getwd()
 	if err != nil {
 		return nil, err
@@ -154,10 +169,18 @@ func newBench(keep bool) (*bench, error) {
 		runner: filepath.Join(dir, "tool-runner"), floor: filepath.Join(dir, "floor")}
 	// Built exactly as README tells the operator to build it (a static
 	// binary), and the floor alike.
-	for _, build := range [][]string{
+	builds := [][]string{
 		{"build", "-o", b.runner, "./cmd/tool-runner"},
 		{"build", "-o", b.floor, "./cmd/bench/floor"},
-	} {
+	}
+	if runner != "" {
+		if b.runner, err = filepath.Abs(runner); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		builds = builds[1:]
+	}
+	for _, build := range builds {
 		cmd := exec.Command("go", build...)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -193,23 +216,9 @@ func (m measure) median() time.Duration {
 // tool there, the tools interleaved run by run so that a drift of the
 // machine touches them alike.
 func (b *bench) measureSize(rows, runs int) (map[string]measure, error) {
-	ws := filepath.Join(b.dir, fmt.Sprintf("ws-%d", rows))
-	files := b.description.Generate(rows)
-	if rows == b.description.Rows {
-		var err error
-		if files, err = b.description.Sources(); err != nil {
-			return nil, err
-		}
-	}
-	files["contracts/metric-definitions.json"] = b.contract
-	for name, data := range files {
-		p := filepath.Join(ws, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return nil, err
-		}
+	ws, err := b.workspace(fmt.Sprintf("ws-%d", rows), rows)
+	if err != nil {
+		return nil, err
 	}
 	inspected, _, err := b.call(ws, `{"request_id":"warm","tool":"inspect_inputs","arguments":{}}`)
 	if err != nil {
@@ -252,6 +261,27 @@ func (b *bench) measureSize(rows, runs int) (map[string]measure, error) {
 		}
 	}
 	return out, nil
+}
+
+// workspace writes the first rows rows of the maximum inputs, and the
+// shipped contract, into a fresh workspace named name on the disk.
+func (b *bench) workspace(name string, rows int) (string, error) {
+	ws := filepath.Join(b.dir, name)
+	files, err := b.description.SourcesAt(rows)
+	if err != nil {
+		return "", err
+	}
+	files["contracts/metric-definitions.json"] = b.contract
+	for name, data := range files {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return ws, nil
 }
 
 // timed runs argv with stdin through the launcher and returns its wall

@@ -32,11 +32,19 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// holdLock is the command "lock-holder FILE": another process that takes
-// the writer lock exactly as analyze does (flock LOCK_EX on FILE, created
-// if missing), prints "locked" once it holds it, and keeps it until killed.
+// holdLock is the command "lock-holder [-r] FILE": another process that
+// takes the writer lock exactly as analyze does (flock LOCK_EX on FILE,
+// created if missing), prints "locked" once it holds it, and keeps it
+// until killed. With -r it opens FILE read-only, as any account that may
+// read a file can, and takes the same lock. It exits 2 when it cannot.
 func holdLock() {
-	f, err := os.OpenFile(os.Args[1], os.O_RDWR|os.O_CREATE, 0o644)
+	var f *os.File
+	var err error
+	if len(os.Args) == 3 && os.Args[1] == "-r" {
+		f, err = os.Open(os.Args[2])
+	} else {
+		f, err = os.OpenFile(os.Args[1], os.O_RDWR|os.O_CREATE, 0o644)
+	}
 	if err != nil {
 		os.Exit(2)
 	}
@@ -189,7 +197,13 @@ func repoRoot(t *testing.T) string {
 // fixture copies the shipped data/ and contracts/ into a fresh workspace.
 func fixture(t *testing.T) string {
 	t.Helper()
-	ws := t.TempDir()
+	return fixtureIn(t, t.TempDir())
+}
+
+// fixtureIn copies the shipped data/ and contracts/ into the workspace ws
+// (directories 0755, files 0644), and returns ws.
+func fixtureIn(t *testing.T, ws string) string {
+	t.Helper()
 	for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
 		data, err := os.ReadFile(filepath.Join(repoRoot(t), name))
 		if err != nil {

@@ -806,23 +806,7 @@ type runnerProc struct {
 // startRunner starts the runner in dir with args; it waits for its request.
 func startRunner(t *testing.T, dir string, args ...string) *runnerProc {
 	t.Helper()
-	p := &runnerProc{cmd: exec.Command(runnerPath(t), args...)}
-	p.cmd.Dir = dir
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	var err error
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Kill()
-			_ = p.cmd.Wait()
-		}
-	})
-	return p
+	return startProc(t, runnerPath(t), dir, args...)
 }
 
 // send writes the request and closes standard input.

@@ -387,11 +387,7 @@ func TestAnswersTheLedgerCannotHoldLeaveEverythingUnchanged(t *testing.T) {
 // if it exists. Each refusal comes before standard input is read and
 // writes nothing, inside the workspace or outside it.
 func TestTheLedgerMustLieWithinItsBoundary(t *testing.T) {
-	tests := []struct {
-		name  string
-		setup func(t *testing.T, ws, outside string) (ledger, out string)
-		code  string
-	}{
+	tests := []ledgerPlace{
 		{"above the workspace", fixedLedger("../ledger.jsonl"), "PATH_BOUNDARY"},
 		{"an absolute path outside", func(_ *testing.T, _, outside string) (string, string) {
 			return filepath.Join(outside, "ledger.jsonl"), "runs"
@@ -435,6 +431,12 @@ func TestTheLedgerMustLieWithinItsBoundary(t *testing.T) {
 		{"the output directory's lock file", func(t *testing.T, ws, _ string) (string, string) {
 			return "runs/.writer.lock", "runs"
 		}, "PATH_BOUNDARY"},
+		{"the output directory's lock file, the directory not made yet", func(t *testing.T, ws, _ string) (string, string) {
+			return "new-runs/.writer.lock", "new-runs"
+		}, "PATH_BOUNDARY"},
+		{"another directory's writer lock file", func(t *testing.T, ws, _ string) (string, string) {
+			return "runs/.writer.lock", "other"
+		}, "PATH_BOUNDARY"},
 		{"in a directory that does not exist", fixedLedger("audit/ledger.jsonl"), "INVALID_OUTPUT"},
 		{"under a regular file", func(t *testing.T, ws, _ string) (string, string) {
 			writeFile(t, filepath.Join(ws, "report.txt"), []byte("a file\n"))
@@ -458,6 +460,17 @@ func TestTheLedgerMustLieWithinItsBoundary(t *testing.T) {
 			return "ledger.jsonl", "runs"
 		}, "INVALID_OUTPUT"},
 	}
+	// A run file's name directly in the output directory (issue 15's
+	// third repro: the first call created the ledger, and from then on its
+	// directory looked like a run's, so every call was refused), whether
+	// the output directory exists yet or not.
+	for _, name := range []string{"result.json", "receipt.json", "checksums.json", "attestation.json"} {
+		tests = append(tests,
+			ledgerPlace{"named " + name + " in the output directory", fixedLedger("runs/" + name), "PATH_BOUNDARY"},
+			ledgerPlace{"named " + name + " in an output directory not made yet", func(*testing.T, string, string) (string, string) {
+				return "runsR/" + name, "runsR"
+			}, "PATH_BOUNDARY"})
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
@@ -476,6 +489,14 @@ func TestTheLedgerMustLieWithinItsBoundary(t *testing.T) {
 			sameTree(t, beforeOutside, snapshotTree(t, outside))
 		})
 	}
+}
+
+// ledgerPlace is a place the ledger may not take, and the code of the
+// refusal.
+type ledgerPlace struct {
+	name  string
+	setup func(t *testing.T, ws, outside string) (ledger, out string)
+	code  string
 }
 
 // fixedLedger is a ledger-place case that needs no setup, with --output-dir
@@ -1079,4 +1100,70 @@ func TestASignalDuringTheLedgerPreCheckCancelsIt(t *testing.T) {
 	is.Equal(o.exit, 3)
 	is.Equal(o.code(), "CANCELLED")
 	is.Equal(snapshotTree(t, ws), before) // nothing written, no record
+}
+
+// A ledger under a run file's name directly in the output directory is
+// refused at the start of "tool-runner mcp" too (PATH_BOUNDARY on
+// standard error, exit 2), before anything is written; before issue 15 the
+// server's first call created it and refused everything after.
+func TestMCPRefusesALedgerNamedLikeARunFileAtStart(t *testing.T) {
+	for _, name := range []string{"result.json", "receipt.json", "checksums.json", "attestation.json", ".writer.lock"} {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			ws := fixture(t)
+			mustMkdir(t, filepath.Join(ws, "runsR"))
+			before := snapshotTree(t, ws)
+			cmd := exec.Command(runnerPath(t), "mcp", "--workspace", ws, "--output-dir", "runsR", "--ledger", "runsR/"+name)
+			cmd.Dir = ws
+			cmd.Stdin = strings.NewReader(initialize("2025-06-18") + "\n")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			ee, ok := err.(*exec.ExitError)
+			is.True(ok)
+			is.Equal(ee.ExitCode(), 2)
+			is.Equal(stdout.String(), "")
+			is.True(strings.HasPrefix(stderr.String(), "PATH_BOUNDARY: "))
+			is.True(!strings.Contains(stderr.String(), ws))
+			sameTree(t, before, snapshotTree(t, ws)) // nothing written
+		})
+	}
+}
+
+// "tool-runner ledger" checks any file (SPEC §11): one an earlier version
+// made under a run file's name in the output directory (whose directory
+// then looks like a run's because of the ledger itself), a file named
+// .writer.lock, a ledger inside a run directory. It changes nothing, not
+// even a mode that a tool call would set to 0600.
+func TestTheLedgerCommandChecksAnyFile(t *testing.T) {
+	ws := fixture(t)
+	args := []string{"--workspace", ws, "--output-dir", "runs", "--ledger", "ledger.jsonl"}
+	for i := range 3 {
+		call(t, ws, inspectRequest(fmt.Sprintf("i%d", i)), args...)
+	}
+	good, err := os.ReadFile(filepath.Join(ws, "ledger.jsonl"))
+	is.New(t).NoErr(err)
+	analyze(t, ws, "runs", "r0")
+	for _, rel := range []string{"runsR/result.json", "runsR/receipt.json", "runsR/checksums.json", "runsR/attestation.json", "runs/.writer.lock", "runs/r0/result.json", "runs/r0/ledger.jsonl"} {
+		t.Run(rel, func(t *testing.T) {
+			is := is.New(t)
+			target := filepath.Join(ws, rel)
+			if rel != "runs/r0/result.json" {
+				writeFile(t, target, good)
+				t.Cleanup(func() { _ = os.Remove(target) })
+			}
+			is.NoErr(os.Chmod(target, 0o644))
+			before := snapshotTree(t, ws)
+			v, exit := ledgerCommand(t, ws, "--workspace", ws, "--ledger", rel)
+			if rel == "runs/r0/result.json" {
+				is.Equal(exit, 1) // a run's result is checked, and is no ledger
+				is.Equal(v["ledger"], "tampered")
+				is.Equal(v["line"], json.Number("1"))
+			} else {
+				is.Equal(exit, 0)
+				is.Equal(v["records"], json.Number("3"))
+			}
+			sameTree(t, before, snapshotTree(t, ws)) // nothing written, no mode changed
+		})
+	}
 }

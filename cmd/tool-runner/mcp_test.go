@@ -55,6 +55,8 @@ type mcpResponse struct {
 	raw     string
 	body    map[string]any
 	isError bool
+	// links are the resource links after the text block.
+	links []*sdk.ResourceLink
 }
 
 func (r mcpResponse) code() string {
@@ -79,14 +81,21 @@ func mcpCall(t *testing.T, cs *sdk.ClientSession, schemas map[string]*jsonschema
 	if err != nil {
 		t.Fatalf("%s: %v", tool, err)
 	}
-	if len(res.Content) != 1 {
-		t.Fatalf("%s: %d content blocks", tool, len(res.Content))
+	if len(res.Content) == 0 {
+		t.Fatalf("%s: no content", tool)
 	}
 	text, ok := res.Content[0].(*sdk.TextContent)
 	if !ok {
 		t.Fatalf("%s: content %T", tool, res.Content[0])
 	}
 	r := mcpResponse{raw: text.Text, isError: res.IsError}
+	for _, c := range res.Content[1:] { // after the text, only resource links
+		link, ok := c.(*sdk.ResourceLink)
+		if !ok {
+			t.Fatalf("%s: content after the text is %T", tool, c)
+		}
+		r.links = append(r.links, link)
+	}
 	if err := json.Unmarshal([]byte(text.Text), &r.body); err != nil {
 		t.Fatalf("%s: text is not JSON: %v", tool, err)
 	}
@@ -96,11 +105,19 @@ func mcpCall(t *testing.T, cs *sdk.ClientSession, schemas map[string]*jsonschema
 		t.Fatal(err)
 	}
 	is := is.New(t)
-	is.Equal(fromStructured, r.body)             // the same object twice
-	is.Equal(res.IsError, r.body["ok"] != true)  // isError exactly when not ok
-	is.Equal(r.body["tool"], tool)               // the tool, always
-	is.True(r.body["request_id"] != nil)         // the call ID, always
-	is.Equal(absolutePath.FindString(r.raw), "") // no absolute path
+	is.Equal(fromStructured, r.body)            // the same object twice
+	is.Equal(res.IsError, r.body["ok"] != true) // isError exactly when not ok
+	is.Equal(r.body["tool"], tool)              // the tool, always
+	is.True(r.body["request_id"] != nil)        // the call ID, always
+	// No absolute path; truncated's keys are JSON Pointers into the answer.
+	withoutPointers := r.raw
+	if i := strings.LastIndex(r.raw, `,"truncated":{`); i >= 0 {
+		withoutPointers = r.raw[:i]
+		for p := range r.body["truncated"].(map[string]any) {
+			is.True(strings.HasPrefix(p, "/result/")) // a pointer into the result
+		}
+	}
+	is.Equal(absolutePath.FindString(withoutPointers), "")
 	if sch := schemas[tool]; sch != nil {
 		v, err := jsonschema.UnmarshalJSON(strings.NewReader(text.Text))
 		is.NoErr(err)
@@ -350,7 +367,7 @@ func toolText(t *testing.T, m map[string]any) (map[string]any, bool) {
 	t.Helper()
 	res, _ := m["result"].(map[string]any)
 	content, _ := res["content"].([]any)
-	if len(content) != 1 {
+	if len(content) == 0 {
 		t.Fatalf("not a tool result: %v", m)
 	}
 	var body map[string]any
@@ -363,7 +380,7 @@ func toolText(t *testing.T, m map[string]any) (map[string]any, bool) {
 
 // initialize accepts every protocol version of SPEC §9 and answers an
 // unknown one with 2025-11-25; serverInfo is metricproof with the module
-// version, and the capabilities are tools only.
+// version, and the capabilities are tools and resources.
 func TestMCPInitializeSpeaksEveryVersionHostsUse(t *testing.T) {
 	ws := fixture(t)
 	for _, tt := range []struct{ asked, answered string }{
@@ -379,7 +396,7 @@ func TestMCPInitializeSpeaksEveryVersionHostsUse(t *testing.T) {
 			m := s.exchange(initialize(tt.asked))
 			res := m["result"].(map[string]any)
 			is.Equal(res["protocolVersion"], tt.answered)
-			is.Equal(res["capabilities"], map[string]any{"tools": map[string]any{}})
+			is.Equal(res["capabilities"], map[string]any{"tools": map[string]any{}, "resources": map[string]any{}})
 			info := res["serverInfo"].(map[string]any)
 			is.Equal(info["name"], "metricproof")
 			is.True(info["version"] != "")
