@@ -41,7 +41,7 @@ func layers() map[string]layer {
 		"ports":     {},
 		"app":       {internal: []string{"domain", "ports"}},
 		"adapters":  {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/spf13/afero", "golang.org/x/sys/unix", "github.com/matryer/is"}},
-		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk"}},
+		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-json-experiment/json"}},
 		"contracts": {},
 		"cmd":       {anything: true},
 	}
@@ -186,6 +186,7 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/mcp", module + "/app"},
 		{"adapters", module + "/adapters/mcp", module + "/contracts"},
 		{"adapters", module + "/adapters/mcp", "github.com/modelcontextprotocol/go-sdk/mcp"},
+		{"adapters", module + "/adapters/mcp", "github.com/go-json-experiment/json/jsontext"},
 	} {
 		if err := check(ok.top, ok.pkg, ok.imp); err != nil {
 			t.Errorf("wrongly refused: %v", err)

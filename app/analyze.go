@@ -133,8 +133,10 @@ func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) (
 // commit writes the run under the writer lock: collision check, staged and
 // synced files, sources and cancel marker re-checked, then the no-replace
 // rename. Whatever fails, the writer's Close removes what it staged. One
-// commit of this service runs at a time: the writer lock excludes other
-// processes, and would refuse another call of this one as OUTPUT_BUSY.
+// commit of this service runs at a time: the caller holds the commit turn
+// (taken in run, before analyze reads anything), since the writer lock
+// excludes other processes, and would refuse another call of this one as
+// OUTPUT_BUSY.
 //
 // With a ledger, the ledger's lock is taken once the run is staged, and
 // the last checks, the ledger's last record, the rename and then the
@@ -142,12 +144,6 @@ func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) (
 // wait, or a ledger found damaged there, commits nothing, so no wait ever
 // leaves a committed run without its record.
 func (s *Service) commit(ctx context.Context, dir, runID, digest string, files []ports.File, hold *ledgerHold) (e *Error) {
-	select {
-	case s.commits <- struct{}{}:
-		defer func() { <-s.commits }()
-	case <-ctx.Done():
-		return s.checkCancel(ctx, "while waiting for another analyze of this server")
-	}
 	runPath := path.Join(dir, runID)
 	w, err := s.p.Evidence.OpenWriter(dir)
 	if err != nil {

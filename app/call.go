@@ -44,6 +44,17 @@ type Input struct {
 	Data []byte
 	// Short says why Data is not all of the input.
 	Short Short
+	// Arrived, when not nil, is called once the call has taken its place in
+	// the service's lines (SPEC §9, Load: calls wait in arrival order), and
+	// before anything in it can wait. A transport that hands the service
+	// its next call only after this keeps its calls in the order of its
+	// input.
+	Arrived func()
+	// Keep, when not nil, is handed the release of the call's compute slot
+	// when Serve returns, instead of Serve releasing it: a transport that
+	// delivers the answer later calls it once the answer is delivered, so
+	// that answers still to be written count against the slots too.
+	Keep func(release func())
 }
 
 // Short says why a transport could not hand over its whole input.

@@ -38,13 +38,14 @@ type ListedRun struct {
 // file fails a check. Any other code is a failure to read: the output
 // directory's place (PATH_BOUNDARY, INVALID_OUTPUT) or an I/O failure.
 func (s *Service) ReadRunFile(ctx context.Context, runID, name string) ([]byte, *Error) {
-	// COMPUTE SLOT (SPEC §9, Load): a resource read counts against the
-	// service's compute slots like a tool call. Take one here, before any
-	// I/O, waiting in arrival order and giving up when ctx is done;
-	// release it on return. (Wired when the slots land in Service.)
-	if ctx.Err() != nil {
+	// SPEC §9, Load: a resource read counts against the service's compute
+	// slots like a tool call. It takes one before any I/O, waiting in
+	// arrival order and giving up when ctx is done.
+	release, err := s.Compute(ctx)
+	if err != nil {
 		return nil, fail(Cancelled, "the read was cancelled")
 	}
+	defer release()
 	switch {
 	case !domain.ValidID(runID):
 		return nil, fail(MissingResult, "a run ID is %s", idRule)

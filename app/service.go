@@ -33,10 +33,11 @@ type Wire func(Options) (Ports, io.Closer, error)
 
 // Service runs the three tools over one set of ports for one operator's
 // options. A transport opens it once ([Open]), hands it every call
-// ([Service.Serve]), and closes it. It is safe for concurrent calls:
-// analyze commits of one service are serialized, since the writer lock
-// excludes other processes, and would refuse a second call of this one
-// as OUTPUT_BUSY.
+// ([Service.Serve]), and closes it. It is safe for concurrent calls: at
+// most [ComputeSlots] of them compute at once, the rest wait in arrival
+// order (SPEC §9, Load); analyze commits of one service are serialized,
+// since the writer lock excludes other processes, and would refuse a
+// second call of this one as OUTPUT_BUSY.
 type Service struct {
 	p      Ports
 	closer io.Closer
@@ -48,8 +49,13 @@ type Service struct {
 	// key verify_result accepts. Either may be nil.
 	signingKey ed25519.PrivateKey
 	trustedKey ed25519.PublicKey
-	// commits admits one analyze commit at a time.
-	commits chan struct{}
+	// compute admits at most ComputeSlots calls (and resource reads, see
+	// Compute) at a time, in arrival order.
+	slots *turns
+	// commits is the output directory's commit turn: one analyze at a
+	// time, taken before it reads anything and before its compute slot,
+	// so that an analyze waiting for it holds no slot.
+	commits *turns
 	// The ledger's lock needs no mutex here: the store queues this
 	// process's callers itself (ports.LedgerStore).
 	// memo is the last computation from sources read (memo.go).
@@ -70,7 +76,7 @@ func Open(o Options, wire Wire) (s *Service, e *Error) {
 	if err != nil {
 		return nil, classify(openingWorkspace, "", err)
 	}
-	s = &Service{p: p, closer: closer, opts: o, commits: make(chan struct{}, 1)}
+	s = &Service{p: p, closer: closer, opts: o, slots: newTurns(ComputeSlots()), commits: newTurns(1)}
 	if e := s.readKeys(); e != nil {
 		s.Close()
 		return nil, e
@@ -145,6 +151,17 @@ func (s *Service) CheckPaths() *Error {
 // before the answer is returned. Every path, a recovered panic included,
 // ends in exactly one Answer.
 func (s *Service) Serve(ctx context.Context, in Input) (a Answer) {
+	adm := s.arrive(in)
+	if in.Arrived != nil {
+		in.Arrived()
+	}
+	defer func() {
+		if in.Keep != nil {
+			in.Keep(adm.release)
+		} else {
+			adm.release()
+		}
+	}()
 	var o outcome // the call as heard, for an answer to a panic below
 	defer func() {
 		if recover() != nil {
@@ -157,7 +174,7 @@ func (s *Service) Serve(ctx context.Context, in Input) (a Answer) {
 	}()
 	hold := &ledgerHold{}
 	defer hold.release()
-	o, recordable := s.decide(ctx, in, hold)
+	o, recordable := s.decide(ctx, in, adm, hold)
 	a = o.answer()
 	if s.ledger == "" || !recordable || hold.unrecorded {
 		return a
@@ -168,7 +185,7 @@ func (s *Service) Serve(ctx context.Context, in Input) (a Answer) {
 // decide runs a call to its outcome. recordable is false for the answers
 // the ledger cannot hold: a ledger that failed its pre-check. hold is the
 // call's hold on the ledger's lock, which analyze may take.
-func (s *Service) decide(ctx context.Context, in Input, hold *ledgerHold) (o outcome, recordable bool) {
+func (s *Service) decide(ctx context.Context, in Input, adm *admission, hold *ledgerHold) (o outcome, recordable bool) {
 	var c call
 	defer func() {
 		if recover() != nil {
@@ -202,13 +219,19 @@ func (s *Service) decide(ctx context.Context, in Input, hold *ledgerHold) (o out
 	if e != nil {
 		return refused(c, e), true
 	}
-	return s.run(ctx, c, hold), true
+	return s.run(ctx, c, adm, hold), true
 }
 
-// run runs a call that passed every request check.
-func (s *Service) run(ctx context.Context, c call, hold *ledgerHold) outcome {
+// run runs a call that passed every request check, once it has its turn.
+func (s *Service) run(ctx context.Context, c call, adm *admission, hold *ledgerHold) outcome {
 	if c.tool != ToolInspect && s.opts.OutputDir == "" {
 		return refused(c, fail(MissingContext, "%s needs --output-dir, chosen by the operator", c.tool))
+	}
+	if c.tool == ToolAnalyze {
+		defer adm.leaveCommits()
+	}
+	if e := adm.take(ctx, c.tool); e != nil {
+		return refused(c, e)
 	}
 	if c.tool != ToolInspect || s.ledger != "" {
 		// The engine's hash is needed later (the receipt, check 6, the

@@ -7,32 +7,31 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strconv"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/metricproof/metricproof/domain/strictjson"
+	"github.com/metricproof/metricproof/app"
 )
 
 // MaxLineBytes is the longest message line the server reads; a longer one
 // is answered -32600 without being held in memory whole.
 const MaxLineBytes = 16 << 20
 
-// lineTransport is the server's stdio transport, in front of the SDK: one
-// JSON-RPC message per line, with the strict checks of SPEC §9 on every
-// line. It answers a line that is not JSON (-32700) or not an acceptable
-// JSON-RPC 2.0 message (-32600) itself and keeps the session going, and it
-// holds end of input (and the stop signal) back until every call it handed
-// to the SDK has been answered.
-type lineTransport struct {
-	in        io.Reader
-	out       io.Writer
-	stop      <-chan struct{}
-	unhandled Unhandled
-}
+// The load bounds of SPEC §9.
+const (
+	// MaxHeldBytes bounds what the calls read and not yet answered hold,
+	// as the connection counts it (see [call]): at or past it, the server
+	// reads no further line until a call is answered.
+	MaxHeldBytes = 16 << 20
+	// callBytes is what a call holds besides its bytes, counted for every
+	// call: the goroutine that serves it, the SDK's request, the
+	// connection's own record: 12.3 KiB a waiting call, measured as the
+	// RSS of a server with GOGC=1 before and after 800 verify calls queued
+	// behind a held slot.
+	callBytes = 16 << 10
+)
 
 // Unhandled answers, as the tool's handler would have, a tools/call that
 // the SDK cancelled before the handler ran: tool and arguments are the
@@ -40,99 +39,169 @@ type lineTransport struct {
 // false for a name that is not one of the tools.
 type Unhandled func(tool string, arguments json.RawMessage) (*sdk.CallToolResult, bool)
 
-// LineTransport returns the server's line transport over in and out. When
-// stop is closed the server stops taking calls and ends its session once
-// the calls in flight are answered; nil never stops. The SDK answers a
-// call cancelled while it waited for a handler with a JSON-RPC error of
-// its own; unhandled, when not nil, answers it instead, so that every call of
-// a tool gets the tool's answer (SPEC §9: CANCELLED, never an error of
-// the protocol) and is recorded.
-func LineTransport(in io.Reader, out io.Writer, stop <-chan struct{}, unhandled Unhandled) sdk.Transport {
-	return &lineTransport{in: in, out: out, stop: stop, unhandled: unhandled}
+// Connect serves server over in and out, one JSON-RPC message per line,
+// and returns the session (SPEC §9). When stop is closed the server stops
+// taking calls and ends its session once the calls in flight are answered;
+// nil never stops. The SDK answers a call cancelled while it waited for a
+// handler with a JSON-RPC error of its own; unhandled, when not nil,
+// answers it instead, so that every call of a tool gets the tool's answer
+// (CANCELLED, never an error of the protocol) and is recorded.
+func Connect(ctx context.Context, server *sdk.Server, in io.Reader, out io.Writer, stop <-chan struct{}, unhandled Unhandled) (*sdk.ServerSession, error) {
+	c := newLineConn(in, out, stop, unhandled)
+	server.AddReceivingMiddleware(c.admit)
+	return server.Connect(ctx, &lineTransport{conn: c}, nil)
 }
+
+// lineTransport is the server's stdio transport, in front of the SDK.
+type lineTransport struct{ conn *lineConn }
 
 // Connect implements sdk.Transport.
 func (t *lineTransport) Connect(context.Context) (sdk.Connection, error) {
-	c := &lineConn{out: t.out, stop: t.stop, unhandled: t.unhandled, lines: make(chan line), closed: make(chan struct{}), inFlight: map[jsonrpc.ID]*jsonrpc.Request{}}
-	c.idle = sync.NewCond(&c.mu)
-	go c.readLines(t.in)
-	return c, nil
+	go t.conn.readLines()
+	return t.conn, nil
 }
 
-// line is one input line, or the end of input.
-type line struct {
-	data    []byte
-	tooLong bool
-	err     error // io.EOF at the end of input
-}
-
-// lineConn is one session's connection.
+// lineConn is one session's connection: one JSON-RPC message per line,
+// with the strict checks of SPEC §9 on every line (decodeLine). It answers
+// a line that is not JSON (-32700) or not an acceptable JSON-RPC 2.0
+// message (-32600) itself and keeps the session going, and it holds end of
+// input (and the stop signal) back until every call it handed to the SDK
+// has been answered.
+//
+// It also bounds the load (SPEC §9, Load). Every call it hands to the SDK
+// is counted at what it holds until its answer is written; at or past
+// MaxHeldBytes it reads no further line. A tools/call is handed over alone:
+// the next line is read once the call has taken its place in the service's
+// lines (app.Input.Arrived) or was answered, so the calls wait in the order
+// they arrived. A tools/call reaches the SDK with arguments {} (the SDK
+// only copies a raw tool's arguments); the arguments go to the handler
+// from here, as they arrived. Once the SDK has decoded the call and the
+// middleware admits it to its handler, the call drops what it held of its
+// line: the SDK's copy of its params, its _meta and what the SDK decoded
+// of it; its count shrinks to its arguments. A notifications/cancelled for a call in flight cancels it
+// here, before the next line is read, so that a call waiting for a compute
+// slot answers CANCELLED at once; the SDK gets the notification too. The
+// compute slot of a call is given back once its answer is written
+// (app.Input.Keep), so that answers not yet written count against the
+// slots.
 type lineConn struct {
+	in        *bufio.Reader
 	out       io.Writer
 	wmu       sync.Mutex // one line at a time
 	stop      <-chan struct{}
 	unhandled Unhandled
+	want      chan struct{} // asks the reader for the next line
 	lines     chan line
+	reading   bool // a line was asked for and not received; Read's own
 
 	mu   sync.Mutex
 	idle *sync.Cond // signalled when a call is answered
 	// inFlight holds the calls handed to the SDK and not yet answered, by
 	// ID. A call whose ID is in it is refused here: the SDK would answer it
 	// with nothing, and the session could never end.
-	inFlight map[jsonrpc.ID]*jsonrpc.Request
-	done     bool // the connection is closed
+	inFlight map[jsonrpc.ID]*call
+	// byExtra finds a tools/call the SDK hands to the middleware.
+	byExtra map[*sdk.RequestExtra]*call
+	held    int   // bytes the calls in flight hold, as counted
+	alone   *call // a tools/call that has not yet taken its place
+	changed chan struct{}
+	done    bool // the connection is closed
 
 	closeOnce sync.Once
 	closed    chan struct{}
 }
 
+// call is one call handed to the SDK and not yet answered.
+type call struct {
+	req   *jsonrpc.Request
+	extra *sdk.RequestExtra
+	held  int // what the call holds, as counted
+	// For a tools/call until it is admitted: the tool and its arguments,
+	// for an answer to a call the SDK cancelled before its handler ran.
+	toolCall  bool
+	tool      string
+	arguments []byte
+	// idBytes, outsideHeld and hasMeta size what the call holds once
+	// admitted.
+	idBytes     int
+	outsideHeld int
+	hasMeta     bool
+	// admitted is set once the middleware handed the call to its handler;
+	// cancel then cancels it. cancelled is set when a cancellation came
+	// before.
+	admitted  bool
+	cancel    context.CancelFunc
+	cancelled bool
+	// release gives the call's compute slot back once its answer is written.
+	release func()
+}
+
 var _ sdk.Connection = (*lineConn)(nil)
 
-// readLines reads the input line by line into c.lines until the end of
-// input or the connection closes. A line longer than MaxLineBytes is
-// skipped to its end and reported as too long.
-func (c *lineConn) readLines(in io.Reader) {
-	r := bufio.NewReaderSize(in, 64<<10)
+func newLineConn(in io.Reader, out io.Writer, stop <-chan struct{}, unhandled Unhandled) *lineConn {
+	c := &lineConn{
+		in: bufio.NewReaderSize(in, MaxLineBytes+2), out: out, stop: stop, unhandled: unhandled,
+		want: make(chan struct{}), lines: make(chan line), changed: make(chan struct{}, 1),
+		inFlight: map[jsonrpc.ID]*call{}, byExtra: map[*sdk.RequestExtra]*call{}, closed: make(chan struct{}),
+	}
+	c.idle = sync.NewCond(&c.mu)
+	return c
+}
+
+// readLines reads one line each time Read asks for one, until the end of
+// input or the connection closes. It reads nothing ahead of what the pipe
+// already holds, and a line it hands over stays valid until Read asks for
+// the next one: the lines are read into one buffer of MaxLineBytes (its
+// pages are only touched as far as the longest line), never copied whole,
+// so a 16 MiB line costs 16 MiB once, not again for every line.
+func (c *lineConn) readLines() {
 	for {
-		var data []byte
-		tooLong := false
-		var err error
-		for {
-			var chunk []byte
-			chunk, err = r.ReadSlice('\n')
-			if !tooLong {
-				if len(data)+len(chunk) > MaxLineBytes+2 { // never more than the bound and a CRLF
-					tooLong, data = true, nil
-				} else {
-					data = append(data, chunk...)
-				}
-			}
-			if err != bufio.ErrBufferFull {
-				break
-			}
+		select {
+		case <-c.want:
+		case <-c.closed:
+			return
 		}
-		// The bound is on the line itself, its LF or CRLF aside.
-		if content := bytes.TrimSuffix(bytes.TrimSuffix(data, []byte("\n")), []byte("\r")); len(content) > MaxLineBytes {
-			tooLong, data = true, nil
+		l := readLine(c.in)
+		select {
+		case c.lines <- l:
+		case <-c.closed:
+			return
 		}
-		if len(data) > 0 || tooLong {
-			select {
-			case c.lines <- line{data: data, tooLong: tooLong}:
-			case <-c.closed:
-				return
-			}
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				err = io.EOF // a broken input ends the session like its end
-			}
-			select {
-			case c.lines <- line{err: err}:
-			case <-c.closed:
-			}
+		if l.err != nil {
 			return
 		}
 	}
+}
+
+// readLine reads one line, a slice of r's buffer, valid until the next
+// read. A line longer than MaxLineBytes is skipped to its end and reported
+// as too long. A broken input ends the session like its end.
+func readLine(r *bufio.Reader) line {
+	data, err := r.ReadSlice('\n')
+	tooLong := false
+	for err == bufio.ErrBufferFull { // longer than the bound and a CRLF
+		tooLong, data = true, nil
+		_, err = r.ReadSlice('\n')
+	}
+	// The bound is on the line itself, its LF or CRLF aside.
+	content := len(data)
+	if content > 0 && data[content-1] == '\n' {
+		content--
+		if content > 0 && data[content-1] == '\r' {
+			content--
+		}
+	}
+	if content > MaxLineBytes {
+		tooLong, data = true, nil
+	}
+	l := line{data: data, tooLong: tooLong}
+	if err != nil {
+		l.err = io.EOF
+		if len(data) > 0 || tooLong {
+			l.err = nil // the last line first; the end comes with the next read
+		}
+	}
+	return l
 }
 
 // Read implements sdk.Connection: the next acceptable message. Lines that
@@ -146,25 +215,24 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, c.drain()
 		default:
 		}
+		if err := c.wait(ctx); err != nil {
+			return nil, err
+		}
+		want := c.want
+		if c.reading {
+			want = nil // a line is asked for: this case is never taken
+		}
 		select {
+		case want <- struct{}{}:
+			c.reading = true
 		case l := <-c.lines:
+			c.reading = false
 			if l.err != nil {
 				return nil, c.drain()
 			}
-			msg, refusal := decodeLine(l)
-			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && !c.take(req) {
-				refusal = rpcError(idOf(l.data), jsonrpc.CodeInvalidRequest, "Invalid Request: a call with this id is still in flight")
+			if msg, err := c.take(l); msg != nil || err != nil {
+				return msg, err
 			}
-			if refusal != nil {
-				if err := c.writeLine(refusal); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if msg == nil {
-				continue // a blank line
-			}
-			return msg, nil
 		case <-c.stop:
 			return nil, c.drain()
 		case <-c.closed:
@@ -175,16 +243,172 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
-// take records the call as in flight, and reports false when a call with
-// its id already is.
-func (c *lineConn) take(req *jsonrpc.Request) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, busy := c.inFlight[req.ID]; busy {
-		return false
+// wait waits until the next line may be read: no tools/call is still on
+// its way to its place, and the calls in flight hold less than
+// MaxHeldBytes.
+func (c *lineConn) wait(ctx context.Context) error {
+	for {
+		c.mu.Lock()
+		ready := c.alone == nil && c.held < MaxHeldBytes
+		c.mu.Unlock()
+		if ready {
+			return nil
+		}
+		select {
+		case <-c.changed:
+		case <-c.stop:
+			return c.drain()
+		case <-c.closed:
+			return io.EOF
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	c.inFlight[req.ID] = req
-	return true
+}
+
+// signal tells a waiting Read that the calls in flight changed.
+func (c *lineConn) signal() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// take decodes one line and returns the message to hand to the SDK, or nil
+// when the line was answered here, blank, or a cancellation for one of the
+// calls in flight (which also goes to the SDK).
+func (c *lineConn) take(l line) (jsonrpc.Message, error) {
+	m, refusal := decodeLine(l)
+	if refusal != nil {
+		return nil, c.writeLine(refusal)
+	}
+	if m == nil {
+		return nil, nil // a blank line
+	}
+	req, ok := m.msg.(*jsonrpc.Request)
+	if !ok {
+		return m.msg, nil
+	}
+	if !req.IsCall() {
+		if m.cancels.IsValid() {
+			c.cancelCall(m.cancels)
+		}
+		return req, nil
+	}
+	cl := &call{req: req, extra: &sdk.RequestExtra{}, held: callBytes + m.heldBytes(),
+		toolCall: m.toolCall, tool: m.tool, arguments: bytes.Clone(m.arguments), // the line is the reader's
+		idBytes: len(idText(req.ID)), outsideHeld: m.heldBytes(), hasMeta: m.hasMeta}
+	if m.toolCall {
+		cl.held += len(m.arguments) // its own copy of its arguments
+	}
+	req.Extra = cl.extra
+	c.mu.Lock()
+	if _, busy := c.inFlight[req.ID]; busy {
+		c.mu.Unlock()
+		return nil, c.writeLine(rpcError(idText(req.ID), jsonrpc.CodeInvalidRequest, "Invalid Request: a call with this id is still in flight"))
+	}
+	c.inFlight[req.ID] = cl
+	c.byExtra[cl.extra] = cl
+	c.held += cl.held
+	if m.toolCall {
+		c.alone = cl
+	}
+	c.mu.Unlock()
+	return req, nil
+}
+
+// cancelCall cancels the call in flight with id, or the call once it is
+// admitted, if it has not been.
+func (c *lineConn) cancelCall(id jsonrpc.ID) {
+	c.mu.Lock()
+	cl := c.inFlight[id]
+	var cancel context.CancelFunc
+	if cl != nil {
+		cl.cancelled = true
+		cancel = cl.cancel
+	}
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// admit is the SDK middleware that hands a tools/call to its handler: the
+// call drops what it no longer needs of its line, and its handler's
+// context is cancelled by cancelCall.
+func (c *lineConn) admit(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		c.mu.Lock()
+		cl := c.byExtra[req.GetExtra()]
+		c.mu.Unlock()
+		if cl == nil || !cl.toolCall {
+			return next(ctx, method, req)
+		}
+		if p, ok := req.GetParams().(*sdk.CallToolParamsRaw); ok {
+			// The SDK decoded these from the line and only hands them on.
+			p.Meta, p.InputResponses, p.RequestState = nil, nil, ""
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		c.mu.Lock()
+		arguments := cl.arguments
+		cl.req.Params = nil // the SDK's copy of the params
+		held := callBytes + len(arguments) + cl.idBytes
+		if cl.hasMeta { // the SDK keeps a 2026-07-28 call's decoded capabilities
+			held += cl.outsideHeld
+		}
+		c.held += held - cl.held
+		cl.held = held
+		cl.arguments = arguments
+		cl.admitted, cl.cancel = true, cancel
+		cancelled := cl.cancelled
+		c.mu.Unlock()
+		c.signal()
+		if cancelled {
+			cancel()
+		}
+		hooks := func(in *app.Input) { c.serving(cl, in) }
+		return next(context.WithValue(ctx, hooksKey{}, hooks), method, req)
+	}
+}
+
+// hooksKey is the context key of the hooks of the call a handler serves
+// over the line transport.
+type hooksKey struct{}
+
+// withHooks sets in's arguments and hooks for the call the handler of ctx
+// serves, when it serves one over the line transport.
+func withHooks(ctx context.Context, in *app.Input) {
+	if hooks, ok := ctx.Value(hooksKey{}).(func(*app.Input)); ok {
+		hooks(in)
+	}
+}
+
+// serving sets in's arguments and hooks for the call cl: the arguments as
+// they arrived; the connection reads its next line once the call has its
+// place, and gives its compute slot back once its answer is written.
+func (c *lineConn) serving(cl *call, in *app.Input) {
+	c.mu.Lock()
+	in.Data, cl.arguments = cl.arguments, nil
+	c.mu.Unlock()
+	in.Arrived = func() {
+		c.mu.Lock()
+		if c.alone == cl {
+			c.alone = nil
+		}
+		c.mu.Unlock()
+		c.signal()
+	}
+	in.Keep = func(release func()) {
+		c.mu.Lock()
+		if c.inFlight[cl.req.ID] == cl { // not yet answered: always, from a handler
+			cl.release, release = release, nil
+		}
+		c.mu.Unlock()
+		if release != nil {
+			release()
+		}
+	}
 }
 
 // drain waits until no call is waiting for its answer, or the connection
@@ -204,48 +428,61 @@ func (c *lineConn) drain() error {
 
 // Write implements sdk.Connection: one message, one line, one write.
 func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	var cl *call
 	if resp, ok := msg.(*jsonrpc.Response); ok {
-		msg = c.answerUnhandled(resp)
+		c.mu.Lock()
+		cl = c.inFlight[resp.ID]
+		c.mu.Unlock()
+		msg = c.answerUnhandled(resp, cl)
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
 	}
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if resp, ok := msg.(*jsonrpc.Response); ok {
+	if cl != nil {
 		// The ID is free again before the client can see the answer, so a
 		// client that reuses it at once is not refused; drain, which may
 		// see the set empty now, waits on wmu for this line to be written.
 		c.mu.Lock()
-		delete(c.inFlight, resp.ID)
+		delete(c.inFlight, cl.req.ID)
+		delete(c.byExtra, cl.extra)
+		if c.alone == cl {
+			c.alone = nil
+		}
 		c.idle.Broadcast()
 		c.mu.Unlock()
 	}
-	return c.writeLocked(data)
+	err = c.writeLocked(data)
+	c.wmu.Unlock()
+	if cl != nil {
+		c.mu.Lock()
+		c.held -= cl.held
+		release := cl.release
+		cl.release = nil
+		c.mu.Unlock()
+		c.signal()
+		if release != nil {
+			release()
+		}
+	}
+	return err
 }
 
 // answerUnhandled returns the response to write for resp: the tool's own
 // answer when resp is the SDK's cancellation error for a tools/call whose
 // handler never ran (the handler never answers with an error), else resp.
-func (c *lineConn) answerUnhandled(resp *jsonrpc.Response) jsonrpc.Message {
-	if c.unhandled == nil || resp.Error == nil || !errors.Is(resp.Error, context.Canceled) {
+func (c *lineConn) answerUnhandled(resp *jsonrpc.Response, cl *call) jsonrpc.Message {
+	if c.unhandled == nil || cl == nil || resp.Error == nil || !errors.Is(resp.Error, context.Canceled) {
 		return resp
 	}
 	c.mu.Lock()
-	req := c.inFlight[resp.ID]
+	admitted, tool, arguments := cl.admitted, cl.tool, cl.arguments
 	c.mu.Unlock()
-	if req == nil || req.Method != "tools/call" {
+	if !cl.toolCall || admitted {
 		return resp
 	}
-	var params struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	if json.Unmarshal(req.Params, &params) != nil {
-		return resp
-	}
-	result, ok := c.unhandled(params.Name, params.Arguments)
+	result, ok := c.unhandled(tool, arguments)
 	if !ok {
 		return resp
 	}
@@ -283,166 +520,8 @@ func (c *lineConn) Close() error {
 // SessionID implements sdk.Connection; a stdio session has none.
 func (c *lineConn) SessionID() string { return "" }
 
-// decodeLine applies SPEC §9 to one line: nil, nil for a blank line; the
-// message to hand to the SDK; or the JSON-RPC error line to answer
-// instead.
-func decodeLine(l line) (jsonrpc.Message, []byte) {
-	if l.tooLong {
-		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: the line is longer than 16 MiB")
-	}
-	data := bytes.TrimSuffix(bytes.TrimSuffix(l.data, []byte("\n")), []byte("\r"))
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, nil
-	}
-	// A line that passes the strict parse is valid UTF-8 and valid JSON;
-	// only one that fails it is looked at again, to tell which it is.
-	v, err := strictjson.Parse(data)
-	if err != nil {
-		if !utf8.Valid(data) || !json.Valid(data) {
-			return nil, rpcError(nil, jsonrpc.CodeParseError, "Parse error: the line is not JSON")
-		}
-		var ok bool
-		if v, ok = strictOutsideArguments(data); !ok {
-			return nil, rpcError(idOf(data), jsonrpc.CodeInvalidRequest, "Invalid Request: a duplicate key, or a string that is not valid Unicode, outside params.arguments")
-		}
-	}
-	if v.Kind != strictjson.Object {
-		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: a message is one JSON object; batches are not accepted")
-	}
-	// MCP ids are strings or integers. The SDK would read 5.5 or 1e1 as 5
-	// or 10 and answer under an id that was never sent, and take a null id
-	// for no id and answer nothing.
-	if id, ok := v.Get("id"); ok && !validID(id) {
-		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: id must be a string or an integer")
-	}
-	msg, err := jsonrpc.DecodeMessage(data)
-	if err != nil {
-		return nil, rpcError(idOf(data), jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message")
-	}
-	return msg, nil
-}
-
-// validID reports whether a message's id is one MCP allows: a string, or
-// an integer written as one that fits in 64 bits.
-func validID(id strictjson.Value) bool {
-	switch id.Kind {
-	case strictjson.String:
-		return true
-	case strictjson.Number:
-		_, err := strconv.ParseInt(id.Text, 10, 64)
-		return err == nil
-	}
-	return false
-}
-
-// strictOutsideArguments parses data, valid JSON that failed the strict
-// check, once more with the value of params.arguments set aside, and
-// reports whether that passes: the fault is then inside the tool's
-// arguments, which the tool itself answers (INVALID_JSON). The value it
-// returns is the message without its arguments.
-func strictOutsideArguments(data []byte) (strictjson.Value, bool) {
-	start, end, ok := argumentsSpan(data)
-	if !ok {
-		return strictjson.Value{}, false
-	}
-	rest := append(append(append([]byte{}, data[:start]...), "{}"...), data[end:]...)
-	v, err := strictjson.Parse(rest)
-	return v, err == nil
-}
-
-// argumentsSpan finds the byte span of the value of params.arguments in
-// the valid JSON object data, the first of each key.
-func argumentsSpan(data []byte) (start, end int, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return 0, 0, false
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return 0, 0, false
-		}
-		if key != "params" {
-			var skip json.RawMessage
-			if dec.Decode(&skip) != nil {
-				return 0, 0, false
-			}
-			continue
-		}
-		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-			return 0, 0, false
-		}
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				return 0, 0, false
-			}
-			before := dec.InputOffset()
-			var v json.RawMessage
-			if dec.Decode(&v) != nil {
-				return 0, 0, false
-			}
-			if k == "arguments" {
-				after := int(dec.InputOffset())
-				// The value starts after the colon and white space.
-				s := int(before)
-				for s < after && (data[s] == ':' || data[s] == ' ' || data[s] == '\t' || data[s] == '\n' || data[s] == '\r') {
-					s++
-				}
-				return s, after, true
-			}
-		}
-		return 0, 0, false
-	}
-	return 0, 0, false
-}
-
-// idOf returns the line's "id" when it is present once and valid (a
-// string, or a number that is an integer), as its JSON literal; else nil.
-func idOf(data []byte) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil
-	}
-	var id json.RawMessage
-	seen := 0
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		var v json.RawMessage
-		if dec.Decode(&v) != nil {
-			return nil
-		}
-		if key == "id" {
-			seen++
-			id = v
-		}
-	}
-	if seen != 1 {
-		return nil
-	}
-	if id[0] == '"' { // json.Unmarshal would take null for a string too
-		return id
-	}
-	if _, err := strconv.ParseInt(string(id), 10, 64); err == nil {
-		return id
-	}
-	return nil
-}
-
-// rpcError is a JSON-RPC error response line (without its newline) for
-// the id, or id null.
-func rpcError(id json.RawMessage, code int64, message string) []byte {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	data, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   jsonrpc.Error   `json:"error"`
-	}{"2.0", id, jsonrpc.Error{Code: code, Message: message}})
-	return data
+// idText is the JSON text of id.
+func idText(id jsonrpc.ID) []byte {
+	b, _ := json.Marshal(id.Raw())
+	return b
 }

@@ -32,6 +32,18 @@ func FuzzSession(f *testing.F) {
 		`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"again","version":"1"}}}`,
 		"\xff\r\n{",
 		"",
+		// ids at the edges of ±(2^53−1), and past them
+		`{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":9007199254740992,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":-9007199254740991,"method":"tools/call","params":{"name":"inspect_inputs"}}` + "\n" + `{"jsonrpc":"2.0","id":-0,"method":"ping"}`,
+		// the 2026-07-28 revision: no handshake, _meta on every request
+		`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"inspect_inputs","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"experimental":{"x":[0,0,0]}}}}}`,
+		// calls cancelled before and after they arrive, and in between
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}` + "\n" + `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"verify_result","arguments":{"run_id":"r"}}}` + "\n" + `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"inspect_inputs","arguments":{}}}` + "\n" + `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"inspect_inputs","arguments":{}}}` + "\n" + `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7.0}}`,
+		// arguments that are not the tool's, next to a large params
+		`{"jsonrpc":"2.0","id":8,"method":"ping","params":{"arguments":[0,0,0,0],"_meta":{"x":[[],[],{}]}}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"rm_rf","arguments":{"x":1,"x":2}}}`,
 	} {
 		f.Add(seed)
 	}

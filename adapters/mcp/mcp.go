@@ -4,17 +4,19 @@
 //
 // It only frames. The SDK (github.com/modelcontextprotocol/go-sdk) speaks
 // the protocol: the handshake, tools/list, tools/call, cancellation. In
-// front of it sits a line transport of our own ([lineTransport]) that runs
-// the strict JSON check of SPEC §9 on every line, answers what the SDK
-// would mishandle (a NaN, a batch, a duplicate key outside the tool's
-// arguments) and keeps the session going, and holds end of input back
-// until every call is answered. The tools are registered with the SDK's
-// low-level Server.AddTool, so the raw bytes of params.arguments reach the
-// app, which checks them as it checks a one-shot request; their schemas are
-// derived from contracts/schemas ([Tools]). A tool result holds the answer
-// the app built for MCP, its lists cut to --list-limit items, then a
-// resource link to each run file it is about; the run files themselves are
-// resources (resources.go), read through the app as verify reads them.
+// front of it sits a line transport of our own ([Connect]) that runs the
+// strict JSON check of SPEC §9 on every line without building a tree of it,
+// answers what the SDK would mishandle (a NaN, a batch, a duplicate key
+// outside the tool's arguments, an id the SDK would round) and keeps the
+// session going, bounds what the calls in flight hold (SPEC §9, Load), and
+// holds end of input back until every call is answered. The tools are
+// registered with the SDK's low-level Server.AddTool, and the raw bytes of
+// params.arguments reach the app, which checks them as it checks a
+// one-shot request; their schemas are derived from contracts/schemas
+// ([Tools]). A tool result holds the answer the app built for MCP, its
+// lists cut to --list-limit items, then a resource link to each run file it
+// is about; the run files themselves are resources (resources.go), read
+// through the app as verify reads them.
 package mcp
 
 import (
@@ -77,7 +79,7 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		fmt.Fprintf(stderr, "%s: %v\n", app.InternalError, err)
 		return 2
 	}
-	session, err := server.Connect(context.WithoutCancel(ctx), LineTransport(stdin, stdout, ctx.Done(), unhandled(svc)), nil)
+	session, err := Connect(context.WithoutCancel(ctx), server, stdin, stdout, ctx.Done(), unhandled(svc))
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: the session could not start\n", app.InternalError)
 		return 2
@@ -132,7 +134,9 @@ func handler(svc *app.Service, tool string, stop context.Context) sdk.ToolHandle
 		if req.Params != nil {
 			raw = req.Params.Arguments
 		}
-		return toolResult(svc.Serve(ctx, app.Input{Transport: app.MCPCalls, Tool: tool, Data: raw})), nil
+		in := app.Input{Transport: app.MCPCalls, Tool: tool, Data: raw}
+		withHooks(ctx, &in) // over the line transport, the arguments come from it
+		return toolResult(svc.Serve(ctx, in)), nil
 	}
 }
 

@@ -421,7 +421,7 @@ func rawSession(t *testing.T, svc *app.Service, lines ...string) []string {
 	go func() {
 		defer close(ended)
 		defer outW.Close()
-		ss, err := server.Connect(context.Background(), mcp.LineTransport(inR, outW, nil, nil), nil)
+		ss, err := mcp.Connect(context.Background(), server, inR, outW, nil, nil)
 		if err != nil {
 			t.Errorf("the session did not start: %v", err)
 			_ = inR.CloseWithError(err) // the writer below stops too

@@ -119,7 +119,7 @@ func benchSession(b *testing.B, ws string, eng *engine.Self) *sdk.ClientSession 
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	ss, err := server.Connect(context.Background(), mcp.LineTransport(inR, outW, nil, nil), nil)
+	ss, err := mcp.Connect(context.Background(), server, inR, outW, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -292,20 +292,8 @@ type rawServer struct {
 func startRawServer(t *testing.T, ws string, args ...string) *rawServer {
 	t.Helper()
 	s := &rawServer{t: t, lines: make(chan string, 1024)}
-	s.cmd = exec.Command(runnerPath(t), append([]string{"mcp", "--workspace", ws}, args...)...)
-	s.cmd.Dir = ws
-	s.cmd.Stderr = &s.stderr
-	var err error
-	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	out, err := s.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	var out io.Reader
+	s.cmd, s.stdin, out = startMCP(t, ws, nil, &s.stderr, args...)
 	go func() {
 		sc := bufio.NewScanner(out)
 		sc.Buffer(nil, 32<<20)
@@ -314,22 +302,12 @@ func startRawServer(t *testing.T, ws string, args ...string) *rawServer {
 		}
 		close(s.lines)
 	}()
-	t.Cleanup(func() {
-		if s.cmd.ProcessState == nil {
-			_ = s.cmd.Process.Kill()
-			_ = s.cmd.Wait()
-		}
-	})
 	return s
 }
 
 func (s *rawServer) send(lines ...string) {
 	s.t.Helper()
-	for _, l := range lines {
-		if _, err := io.WriteString(s.stdin, l+"\n"); err != nil {
-			s.t.Fatal(err)
-		}
-	}
+	sendLines(s.t, s.stdin, lines...)
 }
 
 // next returns the next line the server wrote, decoded.
@@ -370,15 +348,7 @@ func (s *rawServer) finish() ([]map[string]any, int) {
 		}
 		rest = append(rest, m)
 	}
-	err := s.cmd.Wait()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
-	if s.stderr.Len() > 0 {
-		s.t.Errorf("stderr: %q", s.stderr.String())
-	}
-	return rest, code
+	return rest, waitMCP(s.t, s.cmd, &s.stderr)
 }
 
 func initialize(version string) string {

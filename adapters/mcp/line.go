@@ -1,0 +1,386 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The bounds of SPEC §9 on one line, beside MaxLineBytes.
+const (
+	// MaxOutsideBytes is the most a message may hold outside the value of
+	// params.arguments: no message this server takes needs more.
+	MaxOutsideBytes = 1 << 20
+	// MaxOutsideValues is the most JSON values (object names included) a
+	// message may hold outside params.arguments. The SDK decodes _meta, ids
+	// and capabilities into trees of Go values at up to about 160 bytes a
+	// value (1 MiB of [[],[],…] is 70 MiB of tree, and it decodes a call's
+	// _meta twice), so a line must be bounded in values as well as in bytes
+	// to cost at most a few times its own size.
+	MaxOutsideValues = 1 << 16
+	// maxID is the largest integer id: every JSON client represents the
+	// integers within ±(2^53−1) exactly.
+	maxID = 1<<53 - 1
+)
+
+// line is one input line, or the end of input.
+type line struct {
+	data    []byte
+	tooLong bool
+	err     error // io.EOF at the end of input
+}
+
+// message is a line that passed the checks of SPEC §9: what goes to the
+// SDK, and what the connection needs to know about it.
+type message struct {
+	msg jsonrpc.Message
+	// outsideBytes and outsideValues measure the message outside
+	// params.arguments.
+	outsideBytes, outsideValues int
+	// hasMeta is set when params holds a _meta: the SDK keeps a call's
+	// decoded 2026-07-28 capabilities until it answers.
+	hasMeta bool
+	// For a tools/call: the tool's name and the raw bytes of
+	// params.arguments (nil when absent), which the SDK does not get: a
+	// slice of the line.
+	toolCall  bool
+	tool      string
+	arguments []byte
+	// For notifications/cancelled: the id it cancels, when it names one.
+	cancels jsonrpc.ID
+}
+
+// heldBytes is what the SDK holds for the message's call until it answers:
+// its bytes outside params.arguments and the trees it decodes from them.
+func (m *message) heldBytes() int {
+	return m.outsideBytes + 160*m.outsideValues
+}
+
+// scanned is what the first pass learned of a line.
+type scanned struct {
+	values           int            // values outside params.arguments
+	argStart, argEnd int            // the span of params.arguments; argEnd 0 when absent
+	ids              int            // how many "id" members the message has
+	id               jsontext.Value // the last of them
+	name             string         // params.name, when it is a string
+	requestID        jsontext.Value // params.requestId
+	hasMeta          bool
+	dec              *jsontext.Decoder
+	data             []byte
+}
+
+// decodeLine applies SPEC §9 to one line: nil, nil for a blank line; the
+// message to hand to the SDK; or the JSON-RPC error line to answer
+// instead. It builds no tree of the line: a first pass reads its tokens
+// (a line that is not JSON is -32700, wherever its fault), measuring what
+// lies outside params.arguments and finding the members the checks need;
+// a second, over the line without params.arguments, refuses duplicate
+// names and strings that are not Unicode there (-32600). Inside
+// params.arguments those are the tool's to answer (INVALID_JSON).
+func decodeLine(l line) (*message, []byte) {
+	if l.tooLong {
+		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: the line is longer than 16 MiB")
+	}
+	data := bytes.TrimSuffix(bytes.TrimSuffix(l.data, []byte("\n")), []byte("\r"))
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil
+	}
+	notJSON := rpcError(nil, jsonrpc.CodeParseError, "Parse error: the line is not JSON")
+	if !utf8.Valid(data) {
+		return nil, notJSON
+	}
+	s := &scanned{data: data, dec: jsontext.NewDecoder(bytes.NewBuffer(data),
+		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))}
+	object, err := s.scan()
+	if err != nil {
+		return nil, notJSON
+	}
+	if !object {
+		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: a message is one JSON object; batches are not accepted")
+	}
+	outside := len(data) - (s.argEnd - s.argStart)
+	switch {
+	case outside > MaxOutsideBytes:
+		return nil, rpcError(s.validID(), jsonrpc.CodeInvalidRequest, "Invalid Request: the message holds more than 1 MiB outside params.arguments")
+	case s.values > MaxOutsideValues:
+		return nil, rpcError(s.validID(), jsonrpc.CodeInvalidRequest, "Invalid Request: the message holds more than 65536 JSON values outside params.arguments")
+	}
+	rest := data
+	if s.argEnd > 0 {
+		rest = make([]byte, 0, outside+2)
+		rest = append(append(append(rest, data[:s.argStart]...), "{}"...), data[s.argEnd:]...)
+	}
+	if strict(rest) != nil {
+		return nil, rpcError(s.validID(), jsonrpc.CodeInvalidRequest, "Invalid Request: a duplicate key, or a string that is not valid Unicode, outside params.arguments")
+	}
+	// MCP ids are strings or integers. The SDK would read 5.5 or 1e1 as 5
+	// or 10, and 2^53+1 as 2^53, and answer under an id that was never
+	// sent; it would take a null id for no id and answer nothing.
+	if s.ids > 0 && s.validID() == nil {
+		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: id must be a string or an integer from -(2^53-1) to 2^53-1")
+	}
+	msg, err := jsonrpc.DecodeMessage(rest)
+	if err != nil {
+		return nil, rpcError(s.validID(), jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message")
+	}
+	m := &message{msg: msg, outsideBytes: outside, outsideValues: s.values, hasMeta: s.hasMeta}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return m, nil
+	}
+	switch {
+	case !req.IsCall():
+		// A notification reaches the SDK with nothing it does not read:
+		// it handles notifications one at a time, in a queue that grows
+		// while it reads faster than it handles them.
+		req.Params = json.RawMessage("{}")
+		// Only an id a call may have names a call to cancel (the SDK would
+		// take 1.5 for 1).
+		if id := validID(s.requestID); req.Method == "notifications/cancelled" && id != nil {
+			req.Params = json.RawMessage(`{"requestId":` + string(id) + `}`)
+			m.cancels, _ = jsonrpc.MakeID(idValue(s.requestID))
+		}
+	case req.Method == "tools/call":
+		// The SDK gets the params with arguments {}: it never reads a raw
+		// tool's arguments, only copies them, twice for a 16 MiB line. The
+		// arguments go to the tool's handler from here (withHooks), the
+		// bytes as they arrived: the tool's input, and the ledger's.
+		m.toolCall, m.tool = true, s.name
+		if s.argEnd > 0 {
+			m.arguments = data[s.argStart:s.argEnd]
+		}
+	}
+	return m, nil
+}
+
+// strict reports whether data, valid JSON, is one document with no
+// duplicate names and no string that is not valid Unicode.
+func strict(data []byte) error {
+	dec := jsontext.NewDecoder(bytes.NewBuffer(data))
+	if err := dec.SkipValue(); err != nil {
+		return err
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return errors.New("more than one document")
+	}
+	return nil
+}
+
+// scan reads the whole line once: it reports whether it is an object, and
+// fails when it is not one JSON document.
+func (s *scanned) scan() (object bool, err error) {
+	if s.dec.PeekKind() != '{' {
+		if err := s.dec.SkipValue(); err != nil {
+			return false, err
+		}
+		return false, s.end()
+	}
+	s.values++
+	if _, err := s.dec.ReadToken(); err != nil {
+		return false, err
+	}
+	for s.dec.PeekKind() != '}' {
+		name, err := s.dec.ReadToken()
+		if err != nil {
+			return false, err
+		}
+		s.values++
+		switch key := name.String(); {
+		case key == "params" && s.dec.PeekKind() == '{':
+			if err := s.params(); err != nil {
+				return false, err
+			}
+		case key == "id":
+			v, err := s.dec.ReadValue()
+			if err != nil {
+				return false, err
+			}
+			s.count(v)
+			s.ids++
+			s.id = v.Clone()
+		default:
+			if err := s.skip(); err != nil {
+				return false, err
+			}
+		}
+	}
+	if _, err := s.dec.ReadToken(); err != nil {
+		return false, err
+	}
+	return true, s.end()
+}
+
+// params reads the members of params, an object.
+func (s *scanned) params() error {
+	s.values++
+	if _, err := s.dec.ReadToken(); err != nil {
+		return err
+	}
+	for s.dec.PeekKind() != '}' {
+		name, err := s.dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		s.values++
+		switch key := name.String(); key {
+		case "arguments":
+			if s.argEnd > 0 { // a second one is a duplicate, refused later
+				if err := s.skip(); err != nil {
+					return err
+				}
+				continue
+			}
+			s.argStart = s.valueStart()
+			if err := s.dec.SkipValue(); err != nil {
+				return err
+			}
+			s.argEnd = int(s.dec.InputOffset())
+		case "name", "requestId":
+			v, err := s.dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			s.count(v)
+			if key == "requestId" {
+				s.requestID = v.Clone()
+			} else if v.Kind() == '"' {
+				s.name = unquote(v)
+			}
+		case "_meta":
+			s.hasMeta = true
+			if err := s.skip(); err != nil {
+				return err
+			}
+		default:
+			if err := s.skip(); err != nil {
+				return err
+			}
+		}
+	}
+	_, err := s.dec.ReadToken()
+	return err
+}
+
+// skip reads one value outside params.arguments, counting its values
+// until the line is past the bounds, and then only checks its syntax.
+func (s *scanned) skip() error {
+	if s.values > MaxOutsideValues || int(s.dec.InputOffset())-(s.argEnd-s.argStart) > MaxOutsideBytes {
+		return s.dec.SkipValue()
+	}
+	depth := s.dec.StackDepth()
+	for {
+		t, err := s.dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		if k := t.Kind(); k != '}' && k != ']' {
+			s.values++
+		}
+		if s.dec.StackDepth() == depth {
+			return nil
+		}
+	}
+}
+
+// count counts the values of v, a value read whole.
+func (s *scanned) count(v jsontext.Value) {
+	switch v.Kind() {
+	case '{', '[':
+		dec := jsontext.NewDecoder(bytes.NewBuffer(v), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+		for {
+			t, err := dec.ReadToken()
+			if err != nil {
+				return
+			}
+			if k := t.Kind(); k != '}' && k != ']' {
+				s.values++
+			}
+		}
+	default:
+		s.values++
+	}
+}
+
+// end checks that nothing but white space follows the document.
+func (s *scanned) end() error {
+	if _, err := s.dec.ReadToken(); err != io.EOF {
+		if err == nil {
+			err = errors.New("more than one document")
+		}
+		return err
+	}
+	return nil
+}
+
+// valueStart is the offset of the value after the name just read: past
+// the white space and the colon.
+func (s *scanned) valueStart() int {
+	i := int(s.dec.InputOffset())
+	for i < len(s.data) && (s.data[i] == ':' || s.data[i] == ' ' || s.data[i] == '\t' || s.data[i] == '\n' || s.data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// validID returns the message's id when it is present once and valid, as
+// its JSON text; else nil.
+func (s *scanned) validID() json.RawMessage {
+	if s.ids != 1 {
+		return nil
+	}
+	return validID(s.id)
+}
+
+// validID returns v when it is a valid id (a string, or an integer within
+// ±(2^53−1) written without a fraction or an exponent); else nil.
+func validID(v jsontext.Value) json.RawMessage {
+	switch v.Kind() {
+	case '"':
+		return json.RawMessage(v)
+	case '0':
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n > maxID || n < -maxID {
+			return nil
+		}
+		return json.RawMessage(v)
+	}
+	return nil
+}
+
+// idValue is v, a string or a number, as the SDK's MakeID takes it.
+func idValue(v jsontext.Value) any {
+	if v.Kind() == '"' {
+		return unquote(v)
+	}
+	f, _ := strconv.ParseFloat(string(v), 64)
+	return f
+}
+
+// unquote returns the text of v, a JSON string.
+func unquote(v jsontext.Value) string {
+	t, err := jsontext.NewDecoder(bytes.NewBuffer(v), jsontext.AllowInvalidUTF8(true)).ReadToken()
+	if err != nil {
+		return ""
+	}
+	return t.String()
+}
+
+// rpcError is a JSON-RPC error response line (without its newline) for
+// the id, or id null.
+func rpcError(id json.RawMessage, code int64, message string) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	data, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc.Error   `json:"error"`
+	}{"2.0", id, jsonrpc.Error{Code: code, Message: message}})
+	return data
+}
