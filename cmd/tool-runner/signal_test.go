@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -362,13 +363,17 @@ type signalled struct {
 }
 
 // signalAfter starts the runner in dir with args, waits until it is ready
-// (blocked reading its request), sends stdin and closes it, and sends the
-// signals once delay has passed since, unless it has exited by then.
+// (blocked reading its request), sends stdin and closes it, waits until the
+// runner has read past its request (so a signal cannot land while standard
+// input is still being read, where CANCELLED has no request_id), and sends
+// the signals once delay has passed since, unless it has exited by then.
 func signalAfter(t *testing.T, dir, stdin string, delay time.Duration, sigs []syscall.Signal, args ...string) signalled {
 	t.Helper()
 	p := startRunner(t, dir, args...)
 	readingStdin(t, p)
+	before := bytesRead(t, p.cmd.Process.Pid)
 	p.send(t, stdin)
+	readPast(t, p.cmd.Process.Pid, before+int64(len(stdin)))
 	start := time.Now()
 	exited := make(chan error, 1)
 	go func() { exited <- p.cmd.Wait() }()
@@ -394,6 +399,47 @@ func signalAfter(t *testing.T, dir, stdin string, delay time.Duration, sigs []sy
 	}
 	s.outcome = answerOf(t, err, p.stdout.String(), p.stderr.String())
 	return s
+}
+
+// bytesRead is how many bytes process pid has read with read(2) and its
+// kin so far: rchar of /proc/PID/io, or -1 once it has exited.
+func bytesRead(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		if processState(pid) == "Z" || errors.Is(err, os.ErrNotExist) {
+			return -1
+		}
+		t.Fatalf("cannot see what the runner has read: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "rchar: "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no rchar in /proc/PID/io")
+	return 0
+}
+
+// readPast returns once process pid has read more than n bytes in all
+// (or has exited). Given n = what it had read while blocked on standard
+// input plus the request's length, more than n means it has read its
+// request to the end and gone on to read something else: its sources or
+// its run's files, which it reads only once its request is decoded.
+func readPast(t *testing.T, pid int, n int64) {
+	t.Helper()
+	guard := time.Now().Add(time.Minute) // a hang guard only
+	for time.Now().Before(guard) {
+		if got := bytesRead(t, pid); got < 0 || got > n || processState(pid) == "Z" {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	t.Fatalf("the runner read no more than its request within a minute")
 }
 
 // readingStdin returns once one of the runner's threads is blocked in
