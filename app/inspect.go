@@ -74,7 +74,7 @@ func (s *Service) readSources() (snapshot, error) {
 // compute validates a snapshot and runs the calculation, or takes both
 // from the memo of the same bytes. Its only errors are the domain's.
 func (s *Service) compute(snap snapshot) (RowCounts, domain.Result, error) {
-	if snap.memo != nil {
+	if snap.memo != nil && !snap.memo.blockersOnly {
 		return snap.memo.rows, snap.memo.result, nil
 	}
 	in, err := parseSources(snap.files)
@@ -88,6 +88,25 @@ func (s *Service) compute(snap snapshot) (RowCounts, domain.Result, error) {
 	rows := RowCounts{Customers: len(in.Customers), Groups: len(in.Groups), Transactions: len(in.Transactions)}
 	s.remember(snap, rows, r)
 	return rows, r, nil
+}
+
+// blockers validates a snapshot and finds its release blockers, which is
+// all inspect_inputs reports, or takes both from the memo of the same
+// bytes. It computes no number: a third of an inspect's time at 10,000
+// rows went into revenue and rate that its answer never shows. Its only
+// errors are the domain's.
+func (s *Service) blockers(snap snapshot) (RowCounts, []domain.Blocker, error) {
+	if snap.memo != nil {
+		return snap.memo.rows, snap.memo.result.Release.Blockers, nil
+	}
+	in, err := parseSources(snap.files)
+	if err != nil {
+		return RowCounts{}, nil, err
+	}
+	rows := RowCounts{Customers: len(in.Customers), Groups: len(in.Groups), Transactions: len(in.Transactions)}
+	b := domain.Blockers(in)
+	s.rememberBlockers(snap, rows, b)
+	return rows, b, nil
 }
 
 // parseSources is domain.ParseSources with the transactions, most of the
@@ -155,15 +174,15 @@ func (s *Service) inspect(ctx context.Context) (InspectResult, *Error) {
 	if err != nil {
 		return InspectResult{}, classify(readingSource, fileOf(err), err)
 	}
-	rows, r, err := s.compute(snap)
+	rows, blockers, err := s.blockers(snap)
 	if err != nil {
 		return InspectResult{}, classify(readingSource, "", err)
 	}
 	return InspectResult{
 		SourceDigest:    snap.digest(),
 		Sources:         snap.hashes(),
-		DefinitionID:    r.DefinitionID,
+		DefinitionID:    domain.DefinitionID,
 		RowCounts:       rows,
-		ReleaseBlockers: r.Release.Blockers,
+		ReleaseBlockers: blockers,
 	}, nil
 }

@@ -26,6 +26,10 @@ type memo struct {
 	sums   *sums // done
 	rows   RowCounts
 	result domain.Result
+	// blockersOnly: the memo of an inspect, whose result holds only the
+	// release blockers; analyze and verify compute the rest (and
+	// remember it) rather than take it.
+	blockersOnly bool
 
 	saveOnce sync.Once
 	// saved is result.json, in the saved layout, and savedSHA256 its
@@ -62,6 +66,14 @@ func (s *Service) recall(files map[string][]byte) *memo {
 // remember keeps the computation of a snapshot as the service's memo.
 func (s *Service) remember(snap snapshot, rows RowCounts, result domain.Result) {
 	s.memo.Store(&memo{files: snap.files, sums: snap.sums, rows: rows, result: result})
+}
+
+// rememberBlockers keeps an inspect's findings as the service's memo, so
+// that the next inspect of the same bytes takes them; the first analyze or
+// verify of those bytes replaces it with the whole computation.
+func (s *Service) rememberBlockers(snap snapshot, rows RowCounts, blockers []domain.Blocker) {
+	s.memo.Store(&memo{files: snap.files, sums: snap.sums, rows: rows, blockersOnly: true,
+		result: domain.Result{Release: domain.Release{Blockers: blockers}}})
 }
 
 // savedResult returns result.json of a computed result and its SHA256,

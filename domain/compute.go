@@ -32,6 +32,26 @@ func Compute(in Inputs, sourceDigest string) (Result, error) {
 	}, nil
 }
 
+// Blockers is the release blockers Compute's result lists for in, found
+// without computing a single number: the blank prices, the join's keys and
+// whether any row is eligible. It is what inspect_inputs reports, and it
+// cannot fail where Compute succeeds: the rows are validated (successes ≤
+// eligible on each), and SPEC §4's limits keep every product and sum
+// exact at precision 80, so Compute's numeric faults never occur there.
+func Blockers(in Inputs) []Blocker {
+	missing := []string{}
+	for i := range in.Transactions {
+		if !in.Transactions[i].PriceKnown {
+			missing = append(missing, in.Transactions[i].ID)
+		}
+	}
+	var conv Conversion
+	for _, g := range in.Groups {
+		conv.Eligible += g.Eligible
+	}
+	return release(missing, customerJoin(in.Transactions, in.Customers), conv).Blockers
+}
+
 // conversion pools the groups' counts. The sums are of integers of at most
 // 12 digits over at most 10,000 rows, far inside int64.
 func conversion(ctx *apd.Context, groups []Group) (Conversion, error) {

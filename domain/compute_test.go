@@ -2,6 +2,7 @@ package domain_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -36,6 +37,11 @@ func compute(t *testing.T, files map[string][]byte) domain.Result {
 	r, err := domain.Compute(in, "digest")
 	if err != nil {
 		t.Fatalf("Compute: %v", err)
+	}
+	// inspect_inputs reports Blockers: the same list, found without the
+	// numbers, for every input any test computes.
+	if b := domain.Blockers(in); !reflect.DeepEqual(b, r.Release.Blockers) {
+		t.Fatalf("Blockers gave %+v, Compute %+v", b, r.Release.Blockers)
 	}
 	return r
 }
