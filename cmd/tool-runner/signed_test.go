@@ -1202,15 +1202,15 @@ func TestOpenSSLVerifiesOurAttestation(t *testing.T) {
 	}
 }
 
-// TestTheReadmeRecipeVerifiesASignedRunWithoutUs runs README's shell
-// recipe for checking a signed run with openssl alone, verbatim, with HOME
-// pointing at the keys README makes there: it verifies a signed run and
+// TestTheSigningPageRecipeVerifiesASignedRunWithoutUs runs the shell recipe of
+// docs/signing.md (README links it) for checking a signed run with openssl
+// alone, verbatim, with HOME pointing at the keys that page makes there: it verifies a signed run and
 // prints the subjects' digests, which equal the files'; and it fails on
 // the same run with one bit of the payload flipped.
-func TestTheReadmeRecipeVerifiesASignedRunWithoutUs(t *testing.T) {
+func TestTheSigningPageRecipeVerifiesASignedRunWithoutUs(t *testing.T) {
 	haveOpenSSL(t)
 	is := is.New(t)
-	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "signing.md"))
 	is.NoErr(err)
 	recipe := shellBlockWith(t, string(readme), "openssl pkeyutl -verify")
 	run := regexp.MustCompile(`(?m)^run=(\S+)`).FindStringSubmatch(recipe)
@@ -1225,14 +1225,14 @@ func TestTheReadmeRecipeVerifiesASignedRunWithoutUs(t *testing.T) {
 	cmd := exec.Command("sh", "-e", "-c", keygen)
 	cmd.Dir, cmd.Env = t.TempDir(), append(os.Environ(), "HOME="+home)
 	gen, err := cmd.CombinedOutput()
-	is.NoErr(err) // README's key commands run
+	is.NoErr(err) // the page's key commands run
 	if t.Failed() {
 		t.Fatalf("%s", gen)
 	}
 	key := testKey{privPath: filepath.Join(home, ".metricproof", "key.pem"), pubPath: filepath.Join(home, ".metricproof", "key.pub.pem")}
 	fi, err := os.Stat(key.privPath)
 	is.NoErr(err)
-	is.Equal(fi.Mode().Perm(), os.FileMode(0o600)) // README's key is private
+	is.Equal(fi.Mode().Perm(), os.FileMode(0o600)) // the page's key is private
 
 	ws := fixture(t)
 	signedAnalyze(t, ws, out, id, key)
@@ -1275,7 +1275,7 @@ func shellBlockWith(t *testing.T, markdown, marker string) string {
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("README has %d sh blocks holding %q, want 1", len(found), marker)
+		t.Fatalf("docs/signing.md has %d sh blocks holding %q, want 1", len(found), marker)
 	}
 	return found[0]
 }
