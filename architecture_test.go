@@ -39,7 +39,8 @@ func layers() map[string]layer {
 		"":          {},
 		"domain":    {internal: []string{"domain"}, external: []string{"github.com/cockroachdb/apd/v3"}},
 		"ports":     {},
-		"app":       {internal: []string{"domain", "ports"}},
+		"app":       {internal: []string{"domain", "ports", "app"}},
+		"pure":      {internal: []string{"domain", "app"}},
 		"adapters":  {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/spf13/afero", "golang.org/x/sys/unix", "github.com/matryer/is"}},
 		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-json-experiment/json"}},
 		"contracts": {},
@@ -53,8 +54,18 @@ func drivingAdapters() []string {
 	return []string{module + "/adapters/stdio", module + "/adapters/mcp"}
 }
 
+// purePackages are the app's helpers that do one job each with no I/O:
+// they import the standard library (without I/O or the clock), the domain
+// and one another, never the app, the ports or a module.
+func purePackages() []string {
+	return []string{module + "/app/attest"}
+}
+
 // layerOf names the row of the table a package's folder belongs to.
 func layerOf(top, pkg string) string {
+	if slices.Contains(purePackages(), pkg) {
+		return "pure"
+	}
 	for _, d := range drivingAdapters() {
 		if pkg == d || strings.HasPrefix(pkg, d+"/") {
 			return "driving"
@@ -84,6 +95,9 @@ func check(top, pkg, imp string) error {
 		if !slices.Contains(l.internal, target) {
 			return fmt.Errorf("%s imports %s: %s may not depend on %s", pkg, imp, top, target)
 		}
+		if top == "pure" && target == "app" && !slices.Contains(purePackages(), imp) {
+			return fmt.Errorf("%s imports %s: a pure package imports only the domain and other pure packages", pkg, imp)
+		}
 		if (top == "adapters" || top == "driving") && target == "adapters" && !strings.HasPrefix(rest, "adapters/internal/") && !strings.HasSuffix(pkg, "/porttest") {
 			return fmt.Errorf("%s imports %s: adapters never import each other", pkg, imp)
 		}
@@ -91,8 +105,8 @@ func check(top, pkg, imp string) error {
 	}
 	first, _, _ := strings.Cut(imp, "/")
 	if !strings.Contains(first, ".") { // the standard library
-		if top == "domain" && slices.Contains(pureDomain(), imp) {
-			return fmt.Errorf("%s imports %s: the domain does no I/O and reads no clock", pkg, imp)
+		if (top == "domain" || top == "pure") && slices.Contains(pureDomain(), imp) {
+			return fmt.Errorf("%s imports %s: the domain and the pure packages do no I/O and read no clock", pkg, imp)
 		}
 		return nil
 	}
@@ -170,6 +184,10 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/osfs", module + "/adapters/memfs"},
 		{"adapters", module + "/adapters/osfs", module + "/cmd/tool-runner"},
 		{"internal", module + "/internal/x", "fmt"},
+		{"app", module + "/app/attest", module + "/app"},
+		{"app", module + "/app/attest", module + "/ports"},
+		{"app", module + "/app/attest", "os"},
+		{"app", module + "/app/attest", "github.com/spf13/afero"},
 	}
 	for _, tt := range tests {
 		if check(tt.top, tt.pkg, tt.imp) == nil {
@@ -187,6 +205,9 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/mcp", module + "/contracts"},
 		{"adapters", module + "/adapters/mcp", "github.com/modelcontextprotocol/go-sdk/mcp"},
 		{"adapters", module + "/adapters/mcp", "github.com/go-json-experiment/json/jsontext"},
+		{"app", module + "/app", module + "/app/attest"},
+		{"app", module + "/app/attest", module + "/domain"},
+		{"app", module + "/app/attest", "crypto/ed25519"},
 	} {
 		if err := check(ok.top, ok.pkg, ok.imp); err != nil {
 			t.Errorf("wrongly refused: %v", err)
