@@ -3,6 +3,7 @@ package app
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"slices"
 	"time"
 
@@ -24,14 +25,56 @@ const (
 // Tools returns the three tools' names, sorted.
 func Tools() []string { return []string{ToolAnalyze, ToolInspect, ToolVerify} }
 
-// Transport names how a call arrived, as the ledger records it.
-type Transport string
+// Transport is how a call arrived: the name the ledger records, and how
+// its input becomes a checked call. A transport adapter hands its own with
+// every Input: [Stdio] or [MCPCalls]. The app never asks which it is.
+type Transport interface {
+	// Name is the transport's name in the ledger (SPEC §11).
+	Name() string
+	// heard is the call as known before any check, which every answer
+	// echoes, refusals included.
+	heard(s *Service, in Input) call
+	// decode runs the request checks on the input, in their order; the
+	// first failure is the answer.
+	decode(c call, in Input) (call, *Error)
+}
 
-// The two transports.
-const (
-	Stdio    Transport = "stdio"
-	MCPCalls Transport = "mcp"
-)
+// Stdio is the one-shot transport: the whole request of SPEC §2, read
+// from standard input.
+type Stdio struct{}
+
+// Name is "stdio".
+func (Stdio) Name() string { return "stdio" }
+
+func (Stdio) heard(*Service, Input) call { return call{} }
+
+func (Stdio) decode(c call, in Input) (call, *Error) {
+	switch in.Short {
+	case OverLimit:
+		return c, fail(RequestLimit, "the request is longer than %d characters", RequestLimitChars)
+	case ReadFailed:
+		return c, classify(readingInput, "", errors.New("read failed"))
+	case Interrupted:
+		return c, fail(Cancelled, "the call was cancelled while its request was being read; nothing was run")
+	}
+	return decodeRequest(in.Data)
+}
+
+// MCPCalls is the MCP server's transport: a tool's name and the raw
+// params.arguments of a tools/call (SPEC §2, §9), whose answer has its
+// lists cut to K items.
+type MCPCalls struct{}
+
+// Name is "mcp".
+func (MCPCalls) Name() string { return "mcp" }
+
+func (MCPCalls) heard(s *Service, in Input) call {
+	c := mcpCall(in.Tool, in.Data, s.newCallID)
+	c.cut, c.listLimit = true, s.opts.ListLimit
+	return c
+}
+
+func (MCPCalls) decode(c call, in Input) (call, *Error) { return decodeMCP(c, in.Data) }
 
 // Input is one call as its transport received it, before any check.
 type Input struct {
@@ -83,9 +126,9 @@ type call struct {
 	// digest is analyze's expected_source_digest; runID is verify's run_id.
 	digest string
 	runID  string
-	// mcp marks a call that arrived over MCP, whose answer has its lists
-	// cut to listLimit items and the "truncated" key (SPEC §9).
-	mcp       bool
+	// cut marks a call whose answer has its lists cut to listLimit items
+	// and the "truncated" key (SPEC §9): one that arrived over MCP.
+	cut       bool
 	listLimit int
 }
 

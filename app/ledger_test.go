@@ -343,7 +343,7 @@ func TestAnMCPCallIsRecordedWithItsRawArguments(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			a := s.Serve(tt.ctx, app.Input{Transport: app.MCPCalls, Tool: tt.tool, Data: tt.args})
+			a := s.Serve(tt.ctx, app.Input{Transport: app.MCPCalls{}, Tool: tt.tool, Data: tt.args})
 			is.Equal(string(a.Code), tt.code)
 			var resp struct {
 				RequestID string `json:"request_id"`

@@ -121,7 +121,7 @@ func start(svc *app.Service, n int, tool, arguments string) started {
 	s := started{answer: make(chan app.Answer, 1), cancel: cancel}
 	arrived := make(chan struct{})
 	go func() {
-		s.answer <- svc.Serve(ctx, app.Input{Transport: app.MCPCalls, Tool: tool, Data: []byte(arguments), Arrived: func() { close(arrived) }})
+		s.answer <- svc.Serve(ctx, app.Input{Transport: app.MCPCalls{}, Tool: tool, Data: []byte(arguments), Arrived: func() { close(arrived) }})
 	}()
 	<-arrived
 	return s

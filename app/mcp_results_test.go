@@ -84,7 +84,7 @@ func mcpCall(s *app.Service, tool, args string) app.Answer {
 	if args != "" {
 		data = []byte(args)
 	}
-	return s.Serve(context.Background(), app.Input{Transport: app.MCPCalls, Tool: tool, Data: data})
+	return s.Serve(context.Background(), app.Input{Transport: app.MCPCalls{}, Tool: tool, Data: data})
 }
 
 // On the shipped fixture (5 contributions, duplicate C2, blockers

@@ -125,7 +125,7 @@ func (o outcome) answer() Answer {
 		env.Error = &wireError{Code: o.err.Code, Message: o.err.Message, Retryable: o.err.Code.Retryable()}
 	}
 	encoded := o.resultJSON
-	if o.call.mcp {
+	if o.call.cut {
 		var t truncation
 		env.Result, t = cutLists(env.Result, o.call.listLimit)
 		env.Truncated, encoded = &t, nil // resultJSON, if any, is the whole result

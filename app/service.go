@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"io"
 	"sync/atomic"
 
@@ -192,30 +191,11 @@ func (s *Service) decide(ctx context.Context, in Input, adm *admission, hold *le
 			o, recordable = refused(c, fail(InternalError, "the engine failed unexpectedly; nothing was committed by this failure")), true
 		}
 	}()
-	if in.Transport == MCPCalls {
-		c = mcpCall(in.Tool, in.Data, s.newCallID)
-		c.mcp, c.listLimit = true, s.opts.ListLimit
-	}
+	c = in.Transport.heard(s, in)
 	if e := s.CheckLedger(ctx); e != nil {
 		return refused(c, e), false
 	}
-	var e *Error
-	switch in.Transport {
-	case Stdio:
-		switch in.Short {
-		case OverLimit:
-			return refused(c, fail(RequestLimit, "the request is longer than %d characters", RequestLimitChars)), true
-		case ReadFailed:
-			return refused(c, classify(readingInput, "", errors.New("read failed"))), true
-		case Interrupted:
-			return refused(c, fail(Cancelled, "the call was cancelled while its request was being read; nothing was run")), true
-		}
-		c, e = decodeRequest(in.Data)
-	case MCPCalls:
-		c, e = decodeMCP(c, in.Data)
-	default:
-		e = fail(InternalError, "unknown transport")
-	}
+	c, e := in.Transport.decode(c, in)
 	if e != nil {
 		return refused(c, e), true
 	}
@@ -251,7 +231,7 @@ func (s *Service) run(ctx context.Context, c call, adm *admission, hold *ledgerH
 		var run committedRun
 		// Over MCP the answer holds only the first K of each list: the
 		// whole result is not encoded ahead for it.
-		run, o.err = s.analyze(ctx, c.id, c.digest, !c.mcp, hold)
+		run, o.err = s.analyze(ctx, c.id, c.digest, !c.cut, hold)
 		o.result, o.resultJSON, o.artifacts, o.committed, o.resultSHA256 = run.result, run.resultJSON, run.artifacts, run.id, run.resultSHA256
 		o.files = run.files
 	case ToolVerify:

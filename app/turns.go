@@ -101,12 +101,12 @@ type admission struct {
 }
 
 // arrive takes the call's first place as it arrives, when its tool is
-// known before its request is read (over MCP); over stdio the places are
-// taken once the request is decoded, by take.
+// known before its request is read (over MCP); otherwise (over stdio) the
+// places are taken once the request is decoded, by take.
 func (s *Service) arrive(in Input) *admission {
 	a := &admission{s: s}
 	switch {
-	case in.Transport != MCPCalls:
+	case in.Tool == "":
 	case in.Tool == ToolAnalyze:
 		a.commit = s.commits.arrive()
 	default:

@@ -134,7 +134,7 @@ func handler(svc *app.Service, tool string, stop context.Context) sdk.ToolHandle
 		if req.Params != nil {
 			raw = req.Params.Arguments
 		}
-		in := app.Input{Transport: app.MCPCalls, Tool: tool, Data: raw}
+		in := app.Input{Transport: app.MCPCalls{}, Tool: tool, Data: raw}
 		withHooks(ctx, &in) // over the line transport, the arguments come from it
 		return toolResult(svc.Serve(ctx, in)), nil
 	}
@@ -174,6 +174,6 @@ func unhandled(svc *app.Service) Unhandled {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		return toolResult(svc.Serve(ctx, app.Input{Transport: app.MCPCalls, Tool: tool, Data: arguments})), true
+		return toolResult(svc.Serve(ctx, app.Input{Transport: app.MCPCalls{}, Tool: tool, Data: arguments})), true
 	}
 }

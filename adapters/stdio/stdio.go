@@ -81,7 +81,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		return reply(stdout, app.Refuse(e))
 	}
 	data, short := readInput(ctx, stdin)
-	return reply(stdout, s.Serve(ctx, app.Input{Transport: app.Stdio, Data: data, Short: short}))
+	return reply(stdout, s.Serve(ctx, app.Input{Transport: app.Stdio{}, Data: data, Short: short}))
 }
 
 // reply writes the answer's line in one write and returns the exit status.
