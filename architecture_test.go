@@ -48,11 +48,16 @@ func layers() map[string]layer {
 	}
 }
 
-// drivingAdapters are the transports: they drive the app, so they may
-// import it (the driven adapters never do), and never one another.
+// drivingAdapters are the transports and the command line they share
+// (adapters/cli): they drive the app, so they may import it (the driven
+// adapters never do); the transports never import one another.
 func drivingAdapters() []string {
-	return []string{module + "/adapters/stdio", module + "/adapters/mcp"}
+	return []string{module + "/adapters/stdio", module + "/adapters/mcp", cliPackage}
 }
+
+// cliPackage parses the command line for both transports: the one adapter
+// the transports may import.
+const cliPackage = module + "/adapters/cli"
 
 // purePackages are the app's helpers that do one job each with no I/O:
 // they import the standard library (without I/O; time only to parse a
@@ -99,7 +104,8 @@ func check(top, pkg, imp string) error {
 		if top == "pure" && target == "app" && !slices.Contains(purePackages(), imp) {
 			return fmt.Errorf("%s imports %s: a pure package imports only the domain and other pure packages", pkg, imp)
 		}
-		if (top == "adapters" || top == "driving") && target == "adapters" && !strings.HasPrefix(rest, "adapters/internal/") && !strings.HasSuffix(pkg, "/porttest") {
+		if (top == "adapters" || top == "driving") && target == "adapters" && !strings.HasPrefix(rest, "adapters/internal/") && !strings.HasSuffix(pkg, "/porttest") &&
+			!(top == "driving" && imp == cliPackage) {
 			return fmt.Errorf("%s imports %s: adapters never import each other", pkg, imp)
 		}
 		return nil
@@ -185,6 +191,9 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/osfs", module + "/adapters/memfs"},
 		{"adapters", module + "/adapters/osfs", module + "/cmd/tool-runner"},
 		{"internal", module + "/internal/x", "fmt"},
+		{"adapters", module + "/adapters/osfs", cliPackage},
+		{"adapters", cliPackage, module + "/adapters/stdio"},
+		{"app", module + "/app", cliPackage},
 		{"app", module + "/app/attest", module + "/app"},
 		{"app", module + "/app/attest", module + "/ports"},
 		{"app", module + "/app/attest", "os"},
@@ -210,6 +219,9 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/mcp", "github.com/modelcontextprotocol/go-sdk/mcp"},
 		{"adapters", module + "/adapters/mcp", "github.com/go-json-experiment/json/jsontext"},
 		{"app", module + "/app", module + "/app/attest"},
+		{"adapters", module + "/adapters/stdio", cliPackage},
+		{"adapters", module + "/adapters/mcp", cliPackage},
+		{"adapters", cliPackage, module + "/app"},
 		{"app", module + "/app/attest", module + "/domain"},
 		{"app", module + "/app/attest", "crypto/ed25519"},
 		{"app", module + "/app/ledger", "time"},

@@ -18,8 +18,9 @@
 //
 // # Codes
 //
-// app is the only place that turns failures into the protocol's codes:
-// [classify] is the one table from failures to [Code]s. Checks do not pick
+// app is the only place that turns failures into the protocol's codes
+// (but for the command line's option faults, which package adapters/cli
+// gives): [classify] is the one table from failures to [Code]s. Checks do not pick
 // codes; they return what they found (a port or domain error, or a
 // finding), and the step that ran them, declared beside each check,
 // decides the code. A [Code] alone decides the status and retryability;

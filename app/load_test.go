@@ -13,6 +13,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -93,7 +94,7 @@ func loadService(t *testing.T, args ...string) (*app.Service, *gateMarker, *coun
 		p.Sources = sources
 		return p, nil, nil
 	}
-	o, e := app.ParseOptions(app.MCP, append([]string{"--workspace", wsRoot}, args...))
+	o, _, e := cli.Parse(app.MCP, append([]string{"--workspace", wsRoot}, args...))
 	if e != nil {
 		t.Fatal(e)
 	}

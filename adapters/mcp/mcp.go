@@ -29,6 +29,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
 )
 
@@ -58,11 +59,11 @@ in flight, and exits 0.
 // server stops taking calls, cancels the calls in flight, writes their
 // answers and returns 0.
 func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, wire app.Wire, version string) int {
-	o, e := app.ParseOptions(app.MCP, args)
+	o, help, e := cli.Parse(app.MCP, args)
 	if e != nil {
 		return optionFault(stderr, e)
 	}
-	if o.Help {
+	if help {
 		_, _ = io.WriteString(stdout, Usage)
 		return 0
 	}

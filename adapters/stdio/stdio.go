@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
 )
 
@@ -60,11 +61,11 @@ func Exit(a app.Answer) int {
 // ctx is cancelled (SIGINT, SIGTERM), the call stops at its next cancel
 // check and answers CANCELLED, or finishes if it was past its last.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, wire app.Wire) int {
-	o, e := app.ParseOptions(app.OneShot, args)
+	o, help, e := cli.Parse(app.OneShot, args)
 	if e != nil {
 		return reply(stdout, app.Refuse(e))
 	}
-	if o.Help {
+	if help {
 		_, _ = io.WriteString(stdout, Usage)
 		return 0
 	}
@@ -169,8 +170,8 @@ func Write(w io.Writer, line []byte) error {
 // chain and prints one compact JSON line. Exit 0 verified, 1 tampered, 2
 // an option fault.
 func Ledger(args []string, stdout io.Writer, wire app.Wire) int {
-	o, e := app.ParseOptions(app.LedgerCheck, args)
-	if e == nil && o.Help {
+	o, help, e := cli.Parse(app.LedgerCheck, args)
+	if e == nil && help {
 		_, _ = io.WriteString(stdout, Usage)
 		return 0
 	}
