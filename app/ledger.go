@@ -116,8 +116,8 @@ func (s *Service) record(in Input, o outcome, a Answer, hold *ledgerHold) Answer
 	}
 	rec := ledger.Record{
 		Transport:      in.Transport.Name(),
-		RequestID:      o.call.heardID(),
-		Tool:           o.call.heardTool(),
+		RequestID:      o.call.HeardID(),
+		Tool:           o.call.HeardTool(),
 		Status:         "success",
 		ResponseSHA256: domain.SHA256Hex(a.JSON),
 		EngineSHA256:   engine.SHA256,
@@ -172,19 +172,9 @@ func outcomeName(o outcome) string {
 	return string(o.err.Code)
 }
 
-// records are the rules of this engine's ledger records: its transports,
-// tools and codes.
+// records are the rules of this engine's ledger records: its transports.
 func records() ledger.Rules {
-	codes := map[string]string{}
-	for _, c := range Codes() {
-		codes[string(c)] = c.Status()
-	}
-	return ledger.Rules{
-		Transports: []string{Stdio{}.Name(), MCPCalls{}.Name()},
-		Tools:      Tools(),
-		Codes:      codes,
-		Commits:    ToolAnalyze,
-	}
+	return ledger.Rules{Transports: []string{Stdio{}.Name(), MCPCalls{}.Name()}}
 }
 
 // LedgerReport is the one line of tool-runner ledger.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -335,10 +336,10 @@ func TestAnMCPCallIsRecordedWithItsRawArguments(t *testing.T) {
 		args []byte
 		code string
 	}{
-		{"absent arguments", context.Background(), app.ToolInspect, nil, ""},
-		{"raw arguments, spacing kept", context.Background(), app.ToolInspect, []byte(`{ }`), ""},
-		{"arguments refused", context.Background(), app.ToolVerify, []byte(`{"run_id":1}`), "INVALID_ARGUMENTS"},
-		{"a cancelled call", cancelled, app.ToolInspect, []byte(`{}`), "CANCELLED"},
+		{"absent arguments", context.Background(), protocol.ToolInspect, nil, ""},
+		{"raw arguments, spacing kept", context.Background(), protocol.ToolInspect, []byte(`{ }`), ""},
+		{"arguments refused", context.Background(), protocol.ToolVerify, []byte(`{"run_id":1}`), "INVALID_ARGUMENTS"},
+		{"a cancelled call", cancelled, protocol.ToolInspect, []byte(`{}`), "CANCELLED"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

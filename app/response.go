@@ -115,7 +115,7 @@ func Refuse(e *Error) Answer { return refused(call{}, e).answer() }
 // ever fail to, the answer is INTERNAL_ERROR rather than silence.
 func (o outcome) answer() Answer {
 	env := envelope{
-		ProtocolVersion: ProtocolVersion, RequestID: o.call.heardID(), Tool: o.call.heardTool(),
+		ProtocolVersion: ProtocolVersion, RequestID: o.call.HeardID(), Tool: o.call.HeardTool(),
 		Verification: notClaimed(),
 	}
 	if o.err == nil {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 )
 
 // ServerName is the serverInfo name the server announces.
@@ -170,7 +171,7 @@ func toolResult(a app.Answer) *sdk.CallToolResult {
 // the request check that fails first).
 func unhandled(svc *app.Service) Unhandled {
 	return func(tool string, arguments json.RawMessage) (*sdk.CallToolResult, bool) {
-		if !slices.Contains(app.Tools(), tool) {
+		if !slices.Contains(protocol.Tools(), tool) {
 			return nil, false
 		}
 		ctx, cancel := context.WithCancel(context.Background())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 )
 
 // Usage is what --help prints.
@@ -106,7 +107,7 @@ func readInput(ctx context.Context, stdin io.Reader) ([]byte, app.Short) {
 	}
 	done := make(chan read, 1)
 	go func() {
-		data, over, err := Read(stdin, app.RequestLimitChars)
+		data, over, err := Read(stdin, protocol.RequestLimitChars)
 		done <- read{data, over, err}
 	}()
 	select {

@@ -3,8 +3,8 @@
 // (seq and prev), and the check of a whole chain.
 //
 // It is pure: lines in, records or faults out. Reading and appending the
-// file is the ports' job, and which transports, tools and codes a record
-// may name is the caller's ([Rules]).
+// file is the ports' job; the tools and codes a record may name are the
+// protocol's, and the transports the caller's ([Rules]).
 package ledger
 
 import (
@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 )
 
@@ -39,18 +40,11 @@ type Record struct {
 	EngineSHA256   string  `json:"engine_sha256"`
 }
 
-// Rules are the values a record may name that the ledger does not define.
+// Rules are what a record may name beyond the protocol's tools and codes:
+// the transports calls arrive by.
 type Rules struct {
 	// Transports are the transports' names.
 	Transports []string
-	// Tools are the tools' names.
-	Tools []string
-	// Codes maps each code of the closed set to the status of a call that
-	// failed with it.
-	Codes map[string]string
-	// Commits is the tool whose success commits a run, named by the call's
-	// request_id.
-	Commits string
 }
 
 // Encode encodes a record as its line: compact JSON and a newline.
@@ -135,6 +129,7 @@ func (c *Chain) Add(line []byte) error {
 
 // fault names what is wrong with a record's values, or "".
 func (rules Rules) fault(r Record) string {
+	isDigest := protocol.IsDigest
 	optionalDigest := func(p *string) bool { return p == nil || isDigest(*p) }
 	t, err := time.Parse(time.RFC3339Nano, r.Time)
 	switch {
@@ -148,39 +143,19 @@ func (rules Rules) fault(r Record) string {
 		return "transport is neither stdio nor mcp"
 	case r.RequestID != nil && !domain.ValidID(*r.RequestID):
 		return "request_id is not an ID"
-	case r.Tool != nil && !slices.Contains(rules.Tools, *r.Tool):
+	case r.Tool != nil && !slices.Contains(protocol.Tools(), *r.Tool):
 		return "tool is not one of the three tools"
 	case !optionalDigest(r.InputSHA256) || !optionalDigest(r.ResultSHA256) || !isDigest(r.ResponseSHA256) || !isDigest(r.EngineSHA256):
 		return "a digest is not a SHA256"
 	case r.Status == "success" && r.Code != nil,
-		r.Status != "success" && (r.Code == nil || !rules.fails(*r.Code, r.Status)):
+		r.Status != "success" && (r.Code == nil || !slices.Contains(protocol.Codes(), protocol.Code(*r.Code)) || protocol.Code(*r.Code).Status() != r.Status):
 		return "status and code disagree"
 	case r.Status == "success" && (r.RequestID == nil || r.Tool == nil):
 		return "a success names no request_id or tool"
 	case (r.RunID == nil) != (r.ResultSHA256 == nil):
 		return "run_id and result_sha256 disagree"
-	case r.RunID != nil && (r.Status != "success" || *r.Tool != rules.Commits || *r.RunID != *r.RequestID):
+	case r.RunID != nil && (r.Status != "success" || *r.Tool != protocol.ToolAnalyze || *r.RunID != *r.RequestID):
 		return "run_id is set, but only a successful analyze commits a run, named by its request_id"
 	}
 	return ""
-}
-
-// fails reports whether code is of the set and a call failing with it has
-// status.
-func (rules Rules) fails(code, status string) bool {
-	want, ok := rules.Codes[code]
-	return ok && want == status
-}
-
-// isDigest reports whether s is a SHA256 in lowercase hex.
-func isDigest(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
-			return false
-		}
-	}
-	return true
 }

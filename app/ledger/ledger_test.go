@@ -12,12 +12,7 @@ import (
 )
 
 func rules() ledger.Rules {
-	return ledger.Rules{
-		Transports: []string{"stdio", "mcp"},
-		Tools:      []string{"analyze", "inspect_inputs", "verify_result"},
-		Codes:      map[string]string{"CANCELLED": "cancelled", "INVALID_JSON": "error"},
-		Commits:    "analyze",
-	}
+	return ledger.Rules{Transports: []string{"stdio", "mcp"}}
 }
 
 func ptr(s string) *string { return &s }
