@@ -215,7 +215,7 @@ func classify(s step, subject string, err error) *Error {
 		case errors.Is(err, ports.ErrNotRegular):
 			return fail(InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
 		case errors.Is(err, ports.ErrBusy):
-			return fail(IOOrNumericError, "this call waited %d s for a shared lock on the ledger, to read its last record, and did not get one: %s; nothing was run: retry", LedgerWaitSeconds, whoHeldTheLedger)
+			return fail(IOOrNumericError, "this call waited %d s for a shared lock on the ledger, to read its last record, and did not get one: %s; nothing was run: retry", ledgerWaitSeconds, whoHeldTheLedger)
 		}
 		return fail(IOOrNumericError, "the ledger could not be read%s; nothing was run", because(err))
 	case lockingLedger:
@@ -223,7 +223,7 @@ func classify(s step, subject string, err error) *Error {
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			return fail(Cancelled, "the call was cancelled while it waited for another process's lock on the ledger before its commit; nothing was committed, and the call was not recorded (recording it would mean waiting for that lock)")
 		case errors.Is(err, ports.ErrBusy):
-			return fail(IOOrNumericError, "this analyze waited %d s for the ledger's lock before its commit and did not get it: %s; nothing was committed, and the call was not recorded: retry", LedgerWaitSeconds, whoHeldTheLedger)
+			return fail(IOOrNumericError, "this analyze waited %d s for the ledger's lock before its commit and did not get it: %s; nothing was committed, and the call was not recorded: retry", ledgerWaitSeconds, whoHeldTheLedger)
 		case errors.Is(err, ports.ErrLockExposed):
 			return fail(InvalidOutput, "%s; nothing was committed, and the call was not recorded", ledgerExposed)
 		case errors.Is(err, ports.ErrNotRegular):
@@ -235,7 +235,7 @@ func classify(s step, subject string, err error) *Error {
 	case appendingLedger:
 		switch {
 		case errors.Is(err, ports.ErrBusy):
-			return fail(IOOrNumericError, "this call waited %d s for the ledger's lock, to record itself, and did not get it: %s; so this call was not recorded", LedgerWaitSeconds, whoHeldTheLedger)
+			return fail(IOOrNumericError, "this call waited %d s for the ledger's lock, to record itself, and did not get it: %s; so this call was not recorded", ledgerWaitSeconds, whoHeldTheLedger)
 		case errors.Is(err, ports.ErrLockExposed):
 			return fail(InvalidOutput, "%s; so this call was not recorded", ledgerExposed)
 		}

@@ -13,10 +13,10 @@ import (
 // The call ledger (SPEC §11): one record per call, each line chained to
 // the one before by its SHA256, appended before the call's answer is sent.
 
-// LedgerWaitSeconds is how long a call waits for its turn at the ledger's
+// ledgerWaitSeconds is how long a call waits for its turn at the ledger's
 // lock (held by other calls of this process or of others, or queued for
 // by them) before it fails unrecorded.
-const LedgerWaitSeconds = 10
+const ledgerWaitSeconds = 10
 
 // CheckLedger is the pre-check every call makes before any work: the
 // ledger's path still resolves where it did when the service opened
@@ -74,7 +74,7 @@ func (h *ledgerHold) release() {
 // process holds it) leaves the call unrecorded: recording it would mean
 // the same wait.
 func (s *Service) holdLedger(ctx context.Context, hold *ledgerHold) *Error {
-	held, err := s.p.Ledger.Lock(ctx, s.ledger, LedgerWaitSeconds*time.Second)
+	held, err := s.p.Ledger.Lock(ctx, s.ledger, ledgerWaitSeconds*time.Second)
 	if err != nil {
 		hold.unrecorded = true
 		return classify(lockingLedger, "", err)
@@ -143,7 +143,7 @@ func (s *Service) record(in Input, o outcome, a Answer, hold *ledgerHold) Answer
 	if hold.held == nil {
 		// The record is the call's outcome, already decided: it waits its
 		// whole time, whatever cancels the call meanwhile.
-		held, err := s.p.Ledger.Lock(context.Background(), s.ledger, LedgerWaitSeconds*time.Second)
+		held, err := s.p.Ledger.Lock(context.Background(), s.ledger, ledgerWaitSeconds*time.Second)
 		if err != nil {
 			return s.unrecorded(o, classify(appendingLedger, "", err))
 		}

@@ -12,16 +12,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 )
 
-// Genesis is the prev of the first record, and the head of an empty
+// genesis is the prev of the first record, and the head of an empty
 // ledger: 64 zeros.
-var Genesis = strings.Repeat("0", 64)
+const genesis = "0000000000000000000000000000000000000000000000000000000000000000"
 
 // Record is one line of the ledger, its fields in the line's key order.
 type Record struct {
@@ -87,7 +86,7 @@ func (rules Rules) Parse(line []byte) (Record, error) {
 // line that does not parse is an error, and r is left as it was.
 func (rules Rules) Link(r *Record, last []byte) error {
 	if last == nil {
-		r.Seq, r.Prev = 1, Genesis
+		r.Seq, r.Prev = 1, genesis
 		return nil
 	}
 	prev, err := rules.Parse(last)
@@ -102,13 +101,13 @@ func (rules Rules) Link(r *Record, last []byte) error {
 type Chain struct {
 	rules Rules
 	// Records is the count of lines checked, and Head the SHA256 of the
-	// last (Genesis before the first).
+	// last (genesis before the first).
 	Records int64
 	Head    string
 }
 
 // Chain starts the check of a ledger.
-func (rules Rules) Chain() *Chain { return &Chain{rules: rules, Head: Genesis} }
+func (rules Rules) Chain() *Chain { return &Chain{rules: rules, Head: genesis} }
 
 // Add checks the next line: its shape, seq from 1 without a gap, and prev
 // the SHA256 of the line before. Its error names the line's number.

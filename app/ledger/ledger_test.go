@@ -67,13 +67,13 @@ func TestLinkedRecordsMakeAChain(t *testing.T) {
 // Every line that is not exactly a record this engine writes is refused,
 // with what is wrong.
 func TestParseRefusesWhatTheEngineDoesNotWrite(t *testing.T) {
-	good, err := ledger.Encode(func() ledger.Record { r := record(); r.Seq, r.Prev = 1, ledger.Genesis; return r }())
+	good, err := ledger.Encode(func() ledger.Record { r := record(); r.Seq, r.Prev = 1, strings.Repeat("0", 64); return r }())
 	if err != nil {
 		t.Fatal(err)
 	}
 	edit := func(f func(*ledger.Record)) []byte {
 		r := record()
-		r.Seq, r.Prev = 1, ledger.Genesis
+		r.Seq, r.Prev = 1, strings.Repeat("0", 64)
 		f(&r)
 		line, _ := ledger.Encode(r)
 		return line
