@@ -39,7 +39,8 @@ func layers() map[string]layer {
 		"":          {},
 		"domain":    {internal: []string{"domain"}, external: []string{"github.com/cockroachdb/apd/v3"}},
 		"ports":     {},
-		"app":       {internal: []string{"domain", "ports"}},
+		"app":       {internal: []string{"domain", "ports", "app"}},
+		"pure":      {internal: []string{"domain", "app"}},
 		"adapters":  {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/spf13/afero", "golang.org/x/sys/unix", "github.com/matryer/is"}},
 		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-json-experiment/json"}},
 		"contracts": {},
@@ -47,14 +48,30 @@ func layers() map[string]layer {
 	}
 }
 
-// drivingAdapters are the transports: they drive the app, so they may
-// import it (the driven adapters never do), and never one another.
+// drivingAdapters are the transports and the command line they share
+// (adapters/cli): they drive the app, so they may import it (the driven
+// adapters never do); the transports never import one another.
 func drivingAdapters() []string {
-	return []string{module + "/adapters/stdio", module + "/adapters/mcp"}
+	return []string{module + "/adapters/stdio", module + "/adapters/mcp", cliPackage}
+}
+
+// cliPackage parses the command line for both transports: the one adapter
+// the transports may import.
+const cliPackage = module + "/adapters/cli"
+
+// purePackages are the app's helpers that do one job each with no I/O:
+// they import the standard library (without I/O or the clock; the ledger
+// imports time to parse a record's), the domain and one another, never the
+// app, the ports or a module.
+func purePackages() []string {
+	return []string{module + "/app/attest", module + "/app/ledger", module + "/app/protocol"}
 }
 
 // layerOf names the row of the table a package's folder belongs to.
 func layerOf(top, pkg string) string {
+	if slices.Contains(purePackages(), pkg) {
+		return "pure"
+	}
 	for _, d := range drivingAdapters() {
 		if pkg == d || strings.HasPrefix(pkg, d+"/") {
 			return "driving"
@@ -84,15 +101,19 @@ func check(top, pkg, imp string) error {
 		if !slices.Contains(l.internal, target) {
 			return fmt.Errorf("%s imports %s: %s may not depend on %s", pkg, imp, top, target)
 		}
-		if (top == "adapters" || top == "driving") && target == "adapters" && !strings.HasPrefix(rest, "adapters/internal/") && !strings.HasSuffix(pkg, "/porttest") {
+		if top == "pure" && target == "app" && !slices.Contains(purePackages(), imp) {
+			return fmt.Errorf("%s imports %s: a pure package imports only the domain and other pure packages", pkg, imp)
+		}
+		if (top == "adapters" || top == "driving") && target == "adapters" && !strings.HasPrefix(rest, "adapters/internal/") && !strings.HasSuffix(pkg, "/porttest") &&
+			!(top == "driving" && imp == cliPackage) {
 			return fmt.Errorf("%s imports %s: adapters never import each other", pkg, imp)
 		}
 		return nil
 	}
 	first, _, _ := strings.Cut(imp, "/")
 	if !strings.Contains(first, ".") { // the standard library
-		if top == "domain" && slices.Contains(pureDomain(), imp) {
-			return fmt.Errorf("%s imports %s: the domain does no I/O and reads no clock", pkg, imp)
+		if top == "domain" && slices.Contains(pureDomain(), imp) || top == "pure" && !(imp == "time" && pkg == module+"/app/ledger") && slices.Contains(pureDomain(), imp) {
+			return fmt.Errorf("%s imports %s: the domain and the pure packages do no I/O and read no clock", pkg, imp)
 		}
 		return nil
 	}
@@ -170,6 +191,18 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/osfs", module + "/adapters/memfs"},
 		{"adapters", module + "/adapters/osfs", module + "/cmd/tool-runner"},
 		{"internal", module + "/internal/x", "fmt"},
+		{"adapters", module + "/adapters/osfs", cliPackage},
+		{"adapters", cliPackage, module + "/adapters/stdio"},
+		{"app", module + "/app", cliPackage},
+		{"app", module + "/app/attest", module + "/app"},
+		{"app", module + "/app/attest", module + "/ports"},
+		{"app", module + "/app/attest", "os"},
+		{"app", module + "/app/attest", "github.com/spf13/afero"},
+		{"app", module + "/app/ledger", "os"},
+		{"app", module + "/app/ledger", module + "/app"},
+		{"app", module + "/app/ledger", module + "/ports"},
+		{"app", module + "/app/protocol", module + "/app"},
+		{"app", module + "/app/protocol", "time"},
 	}
 	for _, tt := range tests {
 		if check(tt.top, tt.pkg, tt.imp) == nil {
@@ -187,6 +220,16 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/mcp", module + "/contracts"},
 		{"adapters", module + "/adapters/mcp", "github.com/modelcontextprotocol/go-sdk/mcp"},
 		{"adapters", module + "/adapters/mcp", "github.com/go-json-experiment/json/jsontext"},
+		{"app", module + "/app", module + "/app/attest"},
+		{"adapters", module + "/adapters/stdio", cliPackage},
+		{"adapters", module + "/adapters/mcp", cliPackage},
+		{"adapters", cliPackage, module + "/app"},
+		{"app", module + "/app/attest", module + "/domain"},
+		{"app", module + "/app/attest", "crypto/ed25519"},
+		{"app", module + "/app/ledger", "time"},
+		{"app", module + "/app/ledger", module + "/app/attest"},
+		{"app", module + "/app/ledger", module + "/app/protocol"},
+		{"adapters", module + "/adapters/mcp", module + "/app/protocol"},
 	} {
 		if err := check(ok.top, ok.pkg, ok.imp); err != nil {
 			t.Errorf("wrongly refused: %v", err)

@@ -104,7 +104,9 @@ func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) (
 	}
 	receipt := newReceipt(runID, snap, engine, resultSum, s.p.Clock.Now())
 	if s.signingKey != nil {
-		receipt.Signer = signerOf(s.signingKey)
+		if receipt.Signer, err = signerOf(s.signingKey); err != nil {
+			return nil, "", classify(encodingRun, "receipt", err)
+		}
 	}
 	receiptBytes, err := encodeSaved(receipt)
 	if err != nil {
@@ -121,7 +123,7 @@ func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) (
 		{Name: ChecksumsFile, Data: checksumBytes},
 	}
 	if s.signingKey != nil {
-		attestation, err := attest(s.signingKey, receiptBytes, receiptSum, resultSum)
+		attestation, err := attestRun(s.signingKey, receiptBytes, receiptSum, resultSum)
 		if err != nil {
 			return nil, "", classify(encodingRun, "attestation", err)
 		}

@@ -84,16 +84,6 @@ func TestOptionsAreDecidedBeforeTheRequest(t *testing.T) {
 	}
 }
 
-func TestOptionFormsAreAccepted(t *testing.T) {
-	is := is.New(t)
-	o, e := app.ParseOptions(app.OneShot, []string{"--workspace=ws", "--output-dir", "runs", "--cancel-file=stop", "--ledger", "l", "--signing-key=k", "--trusted-key", "p"})
-	is.True(e == nil)
-	is.Equal(o, app.Options{Workspace: "ws", OutputDir: "runs", CancelFile: "stop", Ledger: "l", SigningKey: "k", TrustedKey: "p"})
-	o, e = app.ParseOptions(app.OneShot, []string{"--help"})
-	is.True(e == nil)
-	is.True(o.Help)
-}
-
 func TestHelpPrintsUsageAndExitsZero(t *testing.T) {
 	is := is.New(t)
 	var out bytes.Buffer

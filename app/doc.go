@@ -1,8 +1,8 @@
 // Package app holds metricproof's three use cases (inspect_inputs, analyze,
-// verify_result) as a service that transports drive: the decoding of one
-// call (SPEC §2, and §9 over MCP), the use cases, the response object of
-// SPEC §3, signed evidence (SPEC §10) and the call ledger's records (SPEC
-// §11).
+// verify_result) as a service that transports drive: one call (its
+// request checks, SPEC §2 and §9, are package protocol's), the use cases,
+// the response object of SPEC §3, signed evidence (SPEC §10, with package
+// attest) and the call ledger's records (SPEC §11, with package ledger).
 //
 // # How a call runs
 //
@@ -18,8 +18,9 @@
 //
 // # Codes
 //
-// app is the only place that turns failures into the protocol's codes:
-// [classify] is the one table from failures to [Code]s. Checks do not pick
+// app is the only place that turns failures into the protocol's codes
+// (but for the command line's option faults, which package adapters/cli
+// gives): [classify] is the one table from failures to [Code]s. Checks do not pick
 // codes; they return what they found (a port or domain error, or a
 // finding), and the step that ran them, declared beside each check,
 // decides the code. A [Code] alone decides the status and retryability;

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/domain/domaintest"
 )
@@ -162,7 +163,7 @@ func TestAnUnknownResultFallsBackToEncodingJSON(t *testing.T) {
 	if w.envelope(&env) {
 		t.Fatal("the encoder claimed a type it does not know")
 	}
-	a := outcome{call: call{id: "x", idHeard: true}, result: struct{ A int }{1}}.answer()
+	a := outcome{call: call{Call: protocol.Call{ID: "x", IDHeard: true}}, result: struct{ A int }{1}}.answer()
 	if !bytes.Contains(a.JSON, []byte(`"result":{"A":1}`)) {
 		t.Fatalf("no fallback: %s", a.JSON)
 	}
@@ -213,7 +214,7 @@ func BenchmarkEncode(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("response/rows=%d", rows), func(b *testing.B) {
-			o := outcome{call: call{id: "r1", idHeard: true, tool: ToolAnalyze, toolHeard: true}, result: r}
+			o := outcome{call: call{Call: protocol.Call{ID: "r1", IDHeard: true, Tool: protocol.ToolAnalyze, ToolHeard: true}}, result: r}
 			b.SetBytes(int64(len(o.answer().JSON)))
 			b.ReportAllocs()
 			for b.Loop() {

@@ -5,80 +5,55 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
 
-// Code is one of the protocol's error codes. The set is closed: these
-// constants are all there are.
-type Code string
-
-// The error codes of protocol 1.0: the 26 of the seed, then
-// SIGNATURE_INVALID (SPEC §10) and LEDGER_TAMPERED (SPEC §11).
-const (
-	InvalidOptions     Code = "INVALID_OPTIONS"
-	RequestLimit       Code = "REQUEST_LIMIT"
-	InvalidJSON        Code = "INVALID_JSON"
-	InvalidRequest     Code = "INVALID_REQUEST"
-	UnknownTool        Code = "UNKNOWN_TOOL"
-	InvalidArguments   Code = "INVALID_ARGUMENTS"
-	MissingContext     Code = "MISSING_CONTEXT"
-	MissingWorkspace   Code = "MISSING_WORKSPACE"
-	PathBoundary       Code = "PATH_BOUNDARY"
-	InvalidOutput      Code = "INVALID_OUTPUT"
-	Cancelled          Code = "CANCELLED"
-	MissingInput       Code = "MISSING_INPUT"
-	InputLimit         Code = "INPUT_LIMIT"
-	InvalidData        Code = "INVALID_DATA"
-	InvalidDefinitions Code = "INVALID_DEFINITIONS"
-	StaleContext       Code = "STALE_CONTEXT"
-	OutputBusy         Code = "OUTPUT_BUSY"
-	OutputCollision    Code = "OUTPUT_COLLISION"
-	MissingResult      Code = "MISSING_RESULT"
-	ReceiptTampered    Code = "RECEIPT_TAMPERED"
-	ResultTampered     Code = "RESULT_TAMPERED"
-	InvalidSavedResult Code = "INVALID_SAVED_RESULT"
-	StaleSources       Code = "STALE_SOURCES"
-	EngineChanged      Code = "ENGINE_CHANGED"
-	IOOrNumericError   Code = "IO_OR_NUMERIC_ERROR"
-	InternalError      Code = "INTERNAL_ERROR"
-	SignatureInvalid   Code = "SIGNATURE_INVALID"
-	LedgerTampered     Code = "LEDGER_TAMPERED"
+// The protocol's codes and error (package protocol), under the names the
+// app and its callers use.
+type (
+	// Code is one of the protocol's error codes ([protocol.Code]).
+	Code = protocol.Code
+	// Error is a failure with its code and a message safe to show
+	// ([protocol.Error]).
+	Error = protocol.Error
 )
 
-// Codes returns every code: the seed's list in its order, then the two
-// that signed evidence and the call ledger add.
-func Codes() []Code {
-	return []Code{InvalidOptions, RequestLimit, InvalidJSON, InvalidRequest, UnknownTool,
-		InvalidArguments, MissingContext, MissingWorkspace, PathBoundary, InvalidOutput,
-		Cancelled, MissingInput, InputLimit, InvalidData, InvalidDefinitions, StaleContext,
-		OutputBusy, OutputCollision, MissingResult, ReceiptTampered, ResultTampered,
-		InvalidSavedResult, StaleSources, EngineChanged, IOOrNumericError, InternalError,
-		SignatureInvalid, LedgerTampered}
-}
+// The error codes of protocol 1.0 ([protocol.Codes]).
+const (
+	InvalidOptions     = protocol.InvalidOptions
+	RequestLimit       = protocol.RequestLimit
+	InvalidJSON        = protocol.InvalidJSON
+	InvalidRequest     = protocol.InvalidRequest
+	UnknownTool        = protocol.UnknownTool
+	InvalidArguments   = protocol.InvalidArguments
+	MissingContext     = protocol.MissingContext
+	MissingWorkspace   = protocol.MissingWorkspace
+	PathBoundary       = protocol.PathBoundary
+	InvalidOutput      = protocol.InvalidOutput
+	Cancelled          = protocol.Cancelled
+	MissingInput       = protocol.MissingInput
+	InputLimit         = protocol.InputLimit
+	InvalidData        = protocol.InvalidData
+	InvalidDefinitions = protocol.InvalidDefinitions
+	StaleContext       = protocol.StaleContext
+	OutputBusy         = protocol.OutputBusy
+	OutputCollision    = protocol.OutputCollision
+	MissingResult      = protocol.MissingResult
+	ReceiptTampered    = protocol.ReceiptTampered
+	ResultTampered     = protocol.ResultTampered
+	InvalidSavedResult = protocol.InvalidSavedResult
+	StaleSources       = protocol.StaleSources
+	EngineChanged      = protocol.EngineChanged
+	IOOrNumericError   = protocol.IOOrNumericError
+	InternalError      = protocol.InternalError
+	SignatureInvalid   = protocol.SignatureInvalid
+	LedgerTampered     = protocol.LedgerTampered
+)
 
-// Status is the response status of a call that failed with c: "cancelled"
-// for CANCELLED, "error" for every other code.
-func (c Code) Status() string {
-	if c == Cancelled {
-		return "cancelled"
-	}
-	return "error"
-}
-
-// Retryable reports whether a call that failed with c may succeed if
-// repeated unchanged: only OUTPUT_BUSY, once the other writer is done.
-func (c Code) Retryable() bool { return c == OutputBusy }
-
-// Error is a failure with its code and a message that is safe to show to
-// anyone: it never holds an absolute path, key bytes, or anything from a
-// request or a source but IDs that passed validation.
-type Error struct {
-	Code    Code
-	Message string
-}
-
-func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+// Codes returns every code, in [protocol.Codes]' order.
+func Codes() []Code { return protocol.Codes() }
 
 func fail(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -240,7 +215,7 @@ func classify(s step, subject string, err error) *Error {
 		case errors.Is(err, ports.ErrNotRegular):
 			return fail(InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
 		case errors.Is(err, ports.ErrBusy):
-			return fail(IOOrNumericError, "this call waited %d s for a shared lock on the ledger, to read its last record, and did not get one: %s; nothing was run: retry", LedgerWaitSeconds, whoHeldTheLedger)
+			return fail(IOOrNumericError, "this call waited %d s for a shared lock on the ledger, to read its last record, and did not get one: %s; nothing was run: retry", ledgerWaitSeconds, whoHeldTheLedger)
 		}
 		return fail(IOOrNumericError, "the ledger could not be read%s; nothing was run", because(err))
 	case lockingLedger:
@@ -248,7 +223,7 @@ func classify(s step, subject string, err error) *Error {
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			return fail(Cancelled, "the call was cancelled while it waited for another process's lock on the ledger before its commit; nothing was committed, and the call was not recorded (recording it would mean waiting for that lock)")
 		case errors.Is(err, ports.ErrBusy):
-			return fail(IOOrNumericError, "this analyze waited %d s for the ledger's lock before its commit and did not get it: %s; nothing was committed, and the call was not recorded: retry", LedgerWaitSeconds, whoHeldTheLedger)
+			return fail(IOOrNumericError, "this analyze waited %d s for the ledger's lock before its commit and did not get it: %s; nothing was committed, and the call was not recorded: retry", ledgerWaitSeconds, whoHeldTheLedger)
 		case errors.Is(err, ports.ErrLockExposed):
 			return fail(InvalidOutput, "%s; nothing was committed, and the call was not recorded", ledgerExposed)
 		case errors.Is(err, ports.ErrNotRegular):
@@ -260,7 +235,7 @@ func classify(s step, subject string, err error) *Error {
 	case appendingLedger:
 		switch {
 		case errors.Is(err, ports.ErrBusy):
-			return fail(IOOrNumericError, "this call waited %d s for the ledger's lock, to record itself, and did not get it: %s; so this call was not recorded", LedgerWaitSeconds, whoHeldTheLedger)
+			return fail(IOOrNumericError, "this call waited %d s for the ledger's lock, to record itself, and did not get it: %s; so this call was not recorded", ledgerWaitSeconds, whoHeldTheLedger)
 		case errors.Is(err, ports.ErrLockExposed):
 			return fail(InvalidOutput, "%s; so this call was not recorded", ledgerExposed)
 		}

@@ -3,12 +3,9 @@ package app
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
+	"github.com/metricproof/metricproof/app/ledger"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -16,31 +13,10 @@ import (
 // The call ledger (SPEC §11): one record per call, each line chained to
 // the one before by its SHA256, appended before the call's answer is sent.
 
-// LedgerWaitSeconds is how long a call waits for its turn at the ledger's
+// ledgerWaitSeconds is how long a call waits for its turn at the ledger's
 // lock (held by other calls of this process or of others, or queued for
 // by them) before it fails unrecorded.
-const LedgerWaitSeconds = 10
-
-// zeroHash is the prev of the first record, and the head of an empty
-// ledger.
-var zeroHash = strings.Repeat("0", 64)
-
-// Record is one line of the ledger, its fields in the line's key order.
-type Record struct {
-	Seq            int64   `json:"seq"`
-	Prev           string  `json:"prev"`
-	Time           string  `json:"time"`
-	Transport      string  `json:"transport"`
-	RequestID      *string `json:"request_id"`
-	Tool           *string `json:"tool"`
-	InputSHA256    *string `json:"input_sha256"`
-	Status         string  `json:"status"`
-	Code           *Code   `json:"code"`
-	RunID          *string `json:"run_id"`
-	ResultSHA256   *string `json:"result_sha256"`
-	ResponseSHA256 string  `json:"response_sha256"`
-	EngineSHA256   string  `json:"engine_sha256"`
-}
+const ledgerWaitSeconds = 10
 
 // CheckLedger is the pre-check every call makes before any work: the
 // ledger's path still resolves where it did when the service opened
@@ -67,7 +43,7 @@ func (s *Service) CheckLedger(ctx context.Context) *Error {
 	if last == nil {
 		return nil
 	}
-	if _, err := parseRecord(last); err != nil {
+	if _, err := records().Parse(last); err != nil {
 		return classify(checkingLedger, "", found("the ledger's last record is damaged or torn (%v); nothing was run: inspect it with tool-runner ledger, and see README on repairing it", err))
 	}
 	return nil
@@ -98,7 +74,7 @@ func (h *ledgerHold) release() {
 // process holds it) leaves the call unrecorded: recording it would mean
 // the same wait.
 func (s *Service) holdLedger(ctx context.Context, hold *ledgerHold) *Error {
-	held, err := s.p.Ledger.Lock(ctx, s.ledger, LedgerWaitSeconds*time.Second)
+	held, err := s.p.Ledger.Lock(ctx, s.ledger, ledgerWaitSeconds*time.Second)
 	if err != nil {
 		hold.unrecorded = true
 		return classify(lockingLedger, "", err)
@@ -120,7 +96,7 @@ func (s *Service) recheckLedger(hold *ledgerHold) *Error {
 	if last == nil {
 		return nil
 	}
-	if _, err := parseRecord(last); err != nil {
+	if _, err := records().Parse(last); err != nil {
 		hold.unrecorded = true
 		return classify(recheckingLedger, "", found("the ledger's last record was damaged while this call ran (%v); nothing was committed and the call was not recorded: inspect the ledger with tool-runner ledger, and see README on repairing it", err))
 	}
@@ -138,41 +114,36 @@ func (s *Service) record(in Input, o outcome, a Answer, hold *ledgerHold) Answer
 	if err != nil {
 		return s.unrecorded(o, classify(appendingLedger, "", err))
 	}
-	rec := Record{
-		Transport:      string(in.Transport),
-		RequestID:      o.call.heardID(),
-		Tool:           o.call.heardTool(),
+	rec := ledger.Record{
+		Transport:      in.Transport.Name(),
+		RequestID:      o.call.HeardID(),
+		Tool:           o.call.HeardTool(),
 		Status:         "success",
 		ResponseSHA256: domain.SHA256Hex(a.JSON),
 		EngineSHA256:   engine.SHA256,
 	}
-	if in.Transport == MCPCalls || in.Short == Whole {
+	if in.Short == Whole { // only a whole input has a hash to record
 		sum := domain.SHA256Hex(in.Data)
 		rec.InputSHA256 = &sum
 	}
 	if a.Code != "" {
-		code := a.Code
-		rec.Status, rec.Code = code.Status(), &code
+		code := string(a.Code)
+		rec.Status, rec.Code = a.Code.Status(), &code
 	}
 	if o.committed != "" {
 		rec.RunID, rec.ResultSHA256 = &o.committed, &o.resultSHA256
 	}
 	line := func(last []byte) ([]byte, error) {
-		rec.Seq, rec.Prev = 1, zeroHash
-		if last != nil {
-			prev, err := parseRecord(last)
-			if err != nil {
-				return nil, found("the ledger's last record was damaged while this call ran (%v), so the call was not recorded: inspect the ledger with tool-runner ledger", err)
-			}
-			rec.Seq, rec.Prev = prev.Seq+1, domain.SHA256Hex(last)
+		if err := records().Link(&rec, last); err != nil {
+			return nil, found("the ledger's last record was damaged while this call ran (%v), so the call was not recorded: inspect the ledger with tool-runner ledger", err)
 		}
 		rec.Time = s.p.Clock.Now().UTC().Format(time.RFC3339Nano)
-		return encodeRecord(rec)
+		return ledger.Encode(rec)
 	}
 	if hold.held == nil {
 		// The record is the call's outcome, already decided: it waits its
 		// whole time, whatever cancels the call meanwhile.
-		held, err := s.p.Ledger.Lock(context.Background(), s.ledger, LedgerWaitSeconds*time.Second)
+		held, err := s.p.Ledger.Lock(context.Background(), s.ledger, ledgerWaitSeconds*time.Second)
 		if err != nil {
 			return s.unrecorded(o, classify(appendingLedger, "", err))
 		}
@@ -201,64 +172,9 @@ func outcomeName(o outcome) string {
 	return string(o.err.Code)
 }
 
-// encodeRecord encodes a record as its line: compact JSON and a newline.
-func encodeRecord(r Record) ([]byte, error) {
-	return marshal(r, "")
-}
-
-// parseRecord accepts exactly a line this engine writes: compact JSON of a
-// Record, byte for byte its own encoding, ending in a newline, with every
-// field of its shape.
-func parseRecord(line []byte) (Record, error) {
-	if !bytes.HasSuffix(line, []byte("\n")) {
-		return Record{}, fmt.Errorf("the line does not end in a newline")
-	}
-	var r Record
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return Record{}, fmt.Errorf("the line is not a record")
-	}
-	again, err := encodeRecord(r)
-	if err != nil || !bytes.Equal(again, line) {
-		return Record{}, fmt.Errorf("the line is not a record as this engine writes one")
-	}
-	if reason := recordFault(r); reason != "" {
-		return Record{}, fmt.Errorf("%s", reason)
-	}
-	return r, nil
-}
-
-// recordFault names what is wrong with a record's values, or "".
-func recordFault(r Record) string {
-	optionalDigest := func(p *string) bool { return p == nil || isDigest(*p) }
-	t, err := time.Parse(time.RFC3339Nano, r.Time)
-	switch {
-	case r.Seq < 1:
-		return "seq is not a positive integer"
-	case !isDigest(r.Prev):
-		return "prev is not a SHA256"
-	case err != nil || t.UTC().Format(time.RFC3339Nano) != r.Time:
-		return "time is not an RFC 3339 UTC time"
-	case r.Transport != string(Stdio) && r.Transport != string(MCPCalls):
-		return "transport is neither stdio nor mcp"
-	case r.RequestID != nil && !domain.ValidID(*r.RequestID):
-		return "request_id is not an ID"
-	case r.Tool != nil && !slices.Contains(Tools(), *r.Tool):
-		return "tool is not one of the three tools"
-	case !optionalDigest(r.InputSHA256) || !optionalDigest(r.ResultSHA256) || !isDigest(r.ResponseSHA256) || !isDigest(r.EngineSHA256):
-		return "a digest is not a SHA256"
-	case r.Status == "success" && r.Code != nil,
-		r.Status != "success" && (r.Code == nil || !slices.Contains(Codes(), *r.Code) || r.Code.Status() != r.Status):
-		return "status and code disagree"
-	case r.Status == "success" && (r.RequestID == nil || r.Tool == nil):
-		return "a success names no request_id or tool"
-	case (r.RunID == nil) != (r.ResultSHA256 == nil):
-		return "run_id and result_sha256 disagree"
-	case r.RunID != nil && (r.Status != "success" || *r.Tool != ToolAnalyze || *r.RunID != *r.RequestID):
-		return "run_id is set, but only a successful analyze commits a run, named by its request_id"
-	}
-	return ""
+// records are the rules of this engine's ledger records: its transports.
+func records() ledger.Rules {
+	return ledger.Rules{Transports: []string{Stdio{}.Name(), MCPCalls{}.Name()}}
 }
 
 // LedgerReport is the one line of tool-runner ledger.
@@ -297,20 +213,13 @@ func (r LedgerReport) JSON() []byte {
 // CheckChain re-reads the whole ledger and checks every line: its shape,
 // seq from 1 without a gap, and each prev.
 func (s *Service) CheckChain() (LedgerReport, *Error) {
-	report := LedgerReport{Verified: true, Head: zeroHash}
+	chain := records().Chain()
 	var n int64
 	err := s.p.Ledger.ScanLedger(s.ledger, func(line []byte) error {
 		n++
-		r, err := parseRecord(line)
-		switch {
-		case err != nil:
-			return found("line %d is not a complete, well-formed record: %v", n, err)
-		case r.Seq != n:
-			return found("line %d carries seq %d; records are numbered from 1 without a gap", n, r.Seq)
-		case r.Prev != report.Head:
-			return found("line %d's prev is not the SHA256 of the line before it", n)
+		if err := chain.Add(line); err != nil {
+			return found("%v", err)
 		}
-		report.Records, report.Head = n, domain.SHA256Hex(line)
 		return nil
 	})
 	if err != nil {
@@ -321,7 +230,7 @@ func (s *Service) CheckChain() (LedgerReport, *Error) {
 		e.Message += "; records from this line on cannot be trusted: keep a copy of the ledger, and see README (The call ledger) before repairing it"
 		return LedgerReport{Line: n, Fault: e}, nil
 	}
-	return report, nil
+	return LedgerReport{Verified: true, Records: chain.Records, Head: chain.Head}, nil
 }
 
 // LedgerFault is the line of tool-runner ledger for an option fault:

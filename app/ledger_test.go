@@ -18,6 +18,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -335,15 +336,15 @@ func TestAnMCPCallIsRecordedWithItsRawArguments(t *testing.T) {
 		args []byte
 		code string
 	}{
-		{"absent arguments", context.Background(), app.ToolInspect, nil, ""},
-		{"raw arguments, spacing kept", context.Background(), app.ToolInspect, []byte(`{ }`), ""},
-		{"arguments refused", context.Background(), app.ToolVerify, []byte(`{"run_id":1}`), "INVALID_ARGUMENTS"},
-		{"a cancelled call", cancelled, app.ToolInspect, []byte(`{}`), "CANCELLED"},
+		{"absent arguments", context.Background(), protocol.ToolInspect, nil, ""},
+		{"raw arguments, spacing kept", context.Background(), protocol.ToolInspect, []byte(`{ }`), ""},
+		{"arguments refused", context.Background(), protocol.ToolVerify, []byte(`{"run_id":1}`), "INVALID_ARGUMENTS"},
+		{"a cancelled call", cancelled, protocol.ToolInspect, []byte(`{}`), "CANCELLED"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			a := s.Serve(tt.ctx, app.Input{Transport: app.MCPCalls, Tool: tt.tool, Data: tt.args})
+			a := s.Serve(tt.ctx, app.Input{Transport: app.MCPCalls{}, Tool: tt.tool, Data: tt.args})
 			is.Equal(string(a.Code), tt.code)
 			var resp struct {
 				RequestID string `json:"request_id"`

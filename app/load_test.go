@@ -13,7 +13,9 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -93,7 +95,7 @@ func loadService(t *testing.T, args ...string) (*app.Service, *gateMarker, *coun
 		p.Sources = sources
 		return p, nil, nil
 	}
-	o, e := app.ParseOptions(app.MCP, append([]string{"--workspace", wsRoot}, args...))
+	o, _, e := cli.Parse(app.MCP, append([]string{"--workspace", wsRoot}, args...))
 	if e != nil {
 		t.Fatal(e)
 	}
@@ -121,7 +123,7 @@ func start(svc *app.Service, n int, tool, arguments string) started {
 	s := started{answer: make(chan app.Answer, 1), cancel: cancel}
 	arrived := make(chan struct{})
 	go func() {
-		s.answer <- svc.Serve(ctx, app.Input{Transport: app.MCPCalls, Tool: tool, Data: []byte(arguments), Arrived: func() { close(arrived) }})
+		s.answer <- svc.Serve(ctx, app.Input{Transport: app.MCPCalls{}, Tool: tool, Data: []byte(arguments), Arrived: func() { close(arrived) }})
 	}()
 	<-arrived
 	return s
@@ -150,7 +152,7 @@ func TestCallsComputeAtMostSlotsAtOnceAndStartInArrivalOrder(t *testing.T) {
 	slots := 4
 	var calls []started
 	for n := range slots + waiting {
-		calls = append(calls, start(svc, n, app.ToolInspect, `{}`))
+		calls = append(calls, start(svc, n, protocol.ToolInspect, `{}`))
 	}
 	computing := map[int]bool{}
 	for range slots {
@@ -179,12 +181,12 @@ func TestAWaitingCallCancelledAnswersAtOnceWithoutComputing(t *testing.T) {
 	svc, marker, sources := loadService(t, "--output-dir", "runs")
 	var busy []started
 	for n := range 4 {
-		busy = append(busy, start(svc, n, app.ToolInspect, `{}`))
+		busy = append(busy, start(svc, n, protocol.ToolInspect, `{}`))
 		<-marker.entered
 	}
-	for _, tool := range []string{app.ToolInspect, app.ToolVerify, app.ToolAnalyze} {
-		args := map[string]string{app.ToolInspect: `{}`, app.ToolVerify: `{"run_id":"r1"}`,
-			app.ToolAnalyze: `{"expected_source_digest":"` + strings.Repeat("0", 64) + `"}`}[tool]
+	for _, tool := range []string{protocol.ToolInspect, protocol.ToolVerify, protocol.ToolAnalyze} {
+		args := map[string]string{protocol.ToolInspect: `{}`, protocol.ToolVerify: `{"run_id":"r1"}`,
+			protocol.ToolAnalyze: `{"expected_source_digest":"` + strings.Repeat("0", 64) + `"}`}[tool]
 		c := start(svc, 100, tool, args)
 		c.cancel()
 		code, message := codeOf(t, <-c.answer)
@@ -213,12 +215,12 @@ func TestAnAnalyzeWaitingForItsCommitTurnReadsNothingAndHoldsNoSlot(t *testing.T
 	analyzeArgs := func(run string) string {
 		return fmt.Sprintf(`{"expected_source_digest":%q,"run_id":%q}`, digest, run)
 	}
-	first := start(svc, 0, app.ToolAnalyze, analyzeArgs("first"))
+	first := start(svc, 0, protocol.ToolAnalyze, analyzeArgs("first"))
 	is.Equal(<-marker.entered, 0) // the first analyze has its turn and a slot
-	second := start(svc, 1, app.ToolAnalyze, analyzeArgs("second"))
+	second := start(svc, 1, protocol.ToolAnalyze, analyzeArgs("second"))
 	var inspects []started
 	for n := 2; n < 5; n++ { // the three slots the first analyze leaves
-		inspects = append(inspects, start(svc, n, app.ToolInspect, `{}`))
+		inspects = append(inspects, start(svc, n, protocol.ToolInspect, `{}`))
 		is.True(<-marker.entered >= 2) // an inspect, never the waiting analyze
 	}
 	is.Equal(sources.reads.Load(), int64(0)) // the waiting analyze read nothing

@@ -13,6 +13,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/domain"
 )
@@ -27,47 +28,10 @@ import (
 // maxAnswerBytes is SPEC §9's bound on an MCP answer at the default K.
 const maxAnswerBytes = 12 << 10
 
-func TestListLimitIsAnIntegerFrom0To1000ForMCPOnly(t *testing.T) {
-	for _, tt := range []struct {
-		value string
-		want  int
-		ok    bool
-	}{
-		{"0", 0, true}, {"10", 10, true}, {"1000", 1000, true}, {"007", 7, true},
-		{"1001", 0, false}, {"-1", 0, false}, {"+5", 0, false}, {"1e3", 0, false}, {"5.0", 0, false},
-		{" 5", 0, false}, {"five", 0, false}, {"99999999999999999999", 0, false}, {"", 0, false},
-	} {
-		t.Run(tt.value, func(t *testing.T) {
-			is := is.New(t)
-			for _, form := range [][]string{{"--list-limit", tt.value}, {"--list-limit=" + tt.value}} {
-				o, e := app.ParseOptions(app.MCP, append([]string{"--workspace", "ws"}, form...))
-				if !tt.ok {
-					is.True(e != nil && e.Code == app.InvalidOptions) // refused
-					is.True(!strings.Contains(e.Message, "five"))     // the value is never echoed
-					continue
-				}
-				is.True(e == nil)
-				is.Equal(o.ListLimit, tt.want)
-			}
-		})
-	}
-	is := is.New(t)
-	o, e := app.ParseOptions(app.MCP, []string{"--workspace", "ws"})
-	is.True(e == nil)
-	is.Equal(o.ListLimit, app.DefaultListLimit) // 10 unless given
-	_, e = app.ParseOptions(app.MCP, []string{"--workspace", "ws", "--list-limit", "3", "--list-limit", "4"})
-	is.True(e != nil && e.Code == app.InvalidOptions) // repeated
-	for cmd, pos := range map[app.Command]int{app.OneShot: 5, app.LedgerCheck: 6} {
-		_, e := app.ParseOptions(cmd, []string{"--workspace", "ws", "--ledger", "l", "--list-limit", "3"})
-		is.True(e != nil && e.Code == app.InvalidOptions)                                      // mcp only
-		is.Equal(e.Message, fmt.Sprintf("argument %d is not a known option; see --help", pos)) // as before it existed
-	}
-}
-
 // mcpService opens the service over m as "tool-runner mcp args…" does.
 func (m *memWorkspace) mcpService(args ...string) *app.Service {
 	m.t.Helper()
-	o, e := app.ParseOptions(app.MCP, append([]string{"--workspace", wsRoot}, args...))
+	o, _, e := cli.Parse(app.MCP, append([]string{"--workspace", wsRoot}, args...))
 	if e != nil {
 		m.t.Fatal(e)
 	}
@@ -84,7 +48,7 @@ func mcpCall(s *app.Service, tool, args string) app.Answer {
 	if args != "" {
 		data = []byte(args)
 	}
-	return s.Serve(context.Background(), app.Input{Transport: app.MCPCalls, Tool: tool, Data: data})
+	return s.Serve(context.Background(), app.Input{Transport: app.MCPCalls{}, Tool: tool, Data: data})
 }
 
 // On the shipped fixture (5 contributions, duplicate C2, blockers

@@ -115,7 +115,7 @@ func Refuse(e *Error) Answer { return refused(call{}, e).answer() }
 // ever fail to, the answer is INTERNAL_ERROR rather than silence.
 func (o outcome) answer() Answer {
 	env := envelope{
-		ProtocolVersion: ProtocolVersion, RequestID: o.call.heardID(), Tool: o.call.heardTool(),
+		ProtocolVersion: ProtocolVersion, RequestID: o.call.HeardID(), Tool: o.call.HeardTool(),
 		Verification: notClaimed(),
 	}
 	if o.err == nil {
@@ -125,7 +125,7 @@ func (o outcome) answer() Answer {
 		env.Error = &wireError{Code: o.err.Code, Message: o.err.Message, Retryable: o.err.Code.Retryable()}
 	}
 	encoded := o.resultJSON
-	if o.call.mcp {
+	if o.call.cut {
 		var t truncation
 		env.Result, t = cutLists(env.Result, o.call.listLimit)
 		env.Truncated, encoded = &t, nil // resultJSON, if any, is the whole result

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -48,7 +49,7 @@ func (s *Service) ReadRunFile(ctx context.Context, runID, name string) ([]byte, 
 	defer release()
 	switch {
 	case !domain.ValidID(runID):
-		return nil, fail(MissingResult, "a run ID is %s", idRule)
+		return nil, fail(MissingResult, "a run ID is %s", protocol.IDRule)
 	case !slices.Contains(RunFileNames(), name):
 		return nil, fail(MissingResult, "a run holds only %s", strings.Join(RunFileNames(), ", "))
 	case s.opts.OutputDir == "":

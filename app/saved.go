@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/domain/strictjson"
 	"github.com/metricproof/metricproof/ports"
@@ -137,14 +138,14 @@ func validReceipt(r Receipt) bool {
 		return false
 	}
 	for _, name := range domain.SourceNames() {
-		if !isDigest(r.Sources[name]) {
+		if !protocol.IsDigest(r.Sources[name]) {
 			return false
 		}
 	}
-	if r.Signer != nil && !isDigest(r.Signer.KeyID) {
+	if r.Signer != nil && !protocol.IsDigest(r.Signer.KeyID) {
 		return false
 	}
 	created, err := time.Parse(createdAtLayout, r.CreatedAt)
 	utc := err == nil && created.UTC().Format(createdAtLayout) == r.CreatedAt
-	return utc && isDigest(r.SourceDigest) && isDigest(r.EngineSHA256) && isDigest(r.ResultSHA256)
+	return utc && protocol.IsDigest(r.SourceDigest) && protocol.IsDigest(r.EngineSHA256) && protocol.IsDigest(r.ResultSHA256)
 }

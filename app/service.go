@@ -3,10 +3,10 @@ package app
 import (
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"io"
 	"sync/atomic"
 
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -192,30 +192,11 @@ func (s *Service) decide(ctx context.Context, in Input, adm *admission, hold *le
 			o, recordable = refused(c, fail(InternalError, "the engine failed unexpectedly; nothing was committed by this failure")), true
 		}
 	}()
-	if in.Transport == MCPCalls {
-		c = mcpCall(in.Tool, in.Data, s.newCallID)
-		c.mcp, c.listLimit = true, s.opts.ListLimit
-	}
+	c = in.Transport.heard(s, in)
 	if e := s.CheckLedger(ctx); e != nil {
 		return refused(c, e), false
 	}
-	var e *Error
-	switch in.Transport {
-	case Stdio:
-		switch in.Short {
-		case OverLimit:
-			return refused(c, fail(RequestLimit, "the request is longer than %d characters", RequestLimitChars)), true
-		case ReadFailed:
-			return refused(c, classify(readingInput, "", errors.New("read failed"))), true
-		case Interrupted:
-			return refused(c, fail(Cancelled, "the call was cancelled while its request was being read; nothing was run")), true
-		}
-		c, e = decodeRequest(in.Data)
-	case MCPCalls:
-		c, e = decodeMCP(c, in.Data)
-	default:
-		e = fail(InternalError, "unknown transport")
-	}
+	c, e := in.Transport.decode(c, in)
 	if e != nil {
 		return refused(c, e), true
 	}
@@ -224,16 +205,16 @@ func (s *Service) decide(ctx context.Context, in Input, adm *admission, hold *le
 
 // run runs a call that passed every request check, once it has its turn.
 func (s *Service) run(ctx context.Context, c call, adm *admission, hold *ledgerHold) outcome {
-	if c.tool != ToolInspect && s.opts.OutputDir == "" {
-		return refused(c, fail(MissingContext, "%s needs --output-dir, chosen by the operator", c.tool))
+	if c.Tool != protocol.ToolInspect && s.opts.OutputDir == "" {
+		return refused(c, fail(MissingContext, "%s needs --output-dir, chosen by the operator", c.Tool))
 	}
-	if c.tool == ToolAnalyze {
+	if c.Tool == protocol.ToolAnalyze {
 		defer adm.leaveCommits()
 	}
-	if e := adm.take(ctx, c.tool); e != nil {
+	if e := adm.take(ctx, c.Tool); e != nil {
 		return refused(c, e)
 	}
-	if c.tool != ToolInspect || s.ledger != "" {
+	if c.Tool != protocol.ToolInspect || s.ledger != "" {
 		// The engine's hash is needed later (the receipt, check 6, the
 		// record) and costs one pass over the executable: take it on
 		// another core while this one reads and computes. Identity runs
@@ -244,21 +225,21 @@ func (s *Service) run(ctx context.Context, c call, adm *admission, hold *ledgerH
 		}()
 	}
 	o := outcome{call: c}
-	switch c.tool {
-	case ToolInspect:
+	switch c.Tool {
+	case protocol.ToolInspect:
 		o.result, o.err = s.inspect(ctx)
-	case ToolAnalyze:
+	case protocol.ToolAnalyze:
 		var run committedRun
 		// Over MCP the answer holds only the first K of each list: the
 		// whole result is not encoded ahead for it.
-		run, o.err = s.analyze(ctx, c.id, c.digest, !c.mcp, hold)
+		run, o.err = s.analyze(ctx, c.ID, c.Digest, !c.cut, hold)
 		o.result, o.resultJSON, o.artifacts, o.committed, o.resultSHA256 = run.result, run.resultJSON, run.artifacts, run.id, run.resultSHA256
 		o.files = run.files
-	case ToolVerify:
+	case protocol.ToolVerify:
 		var v VerifyResult
 		var resultSize int
-		v, resultSize, o.err = s.verify(ctx, c.runID)
-		o.result, o.files = v, []RunFile{{RunID: c.runID, Name: ResultFile, Size: resultSize}}
+		v, resultSize, o.err = s.verify(ctx, c.RunID)
+		o.result, o.files = v, []RunFile{{RunID: c.RunID, Name: ResultFile, Size: resultSize}}
 	}
 	if o.err != nil {
 		return refused(c, o.err)

@@ -3,6 +3,7 @@ package app
 import (
 	"strconv"
 
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 )
 
@@ -52,9 +53,9 @@ const AnyIndex = "*"
 // "/result/release/blockers/*/subjects".
 func CutLists(tool string) []string {
 	switch tool {
-	case ToolAnalyze:
+	case protocol.ToolAnalyze:
 		return []string{pointerContributions, pointerDuplicateKeys, pointerUnmatchedKeys, pointerAnalyzeBlocker + AnyIndex + pointerSubjects}
-	case ToolInspect:
+	case protocol.ToolInspect:
 		return []string{pointerInspectBlocker + AnyIndex + pointerSubjects}
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"runtime"
 	"sync"
+
+	"github.com/metricproof/metricproof/app/protocol"
 )
 
 // ComputeSlots is how many tool calls and resource reads of one service
@@ -101,13 +103,13 @@ type admission struct {
 }
 
 // arrive takes the call's first place as it arrives, when its tool is
-// known before its request is read (over MCP); over stdio the places are
-// taken once the request is decoded, by take.
+// known before its request is read (over MCP); otherwise (over stdio) the
+// places are taken once the request is decoded, by take.
 func (s *Service) arrive(in Input) *admission {
 	a := &admission{s: s}
 	switch {
-	case in.Transport != MCPCalls:
-	case in.Tool == ToolAnalyze:
+	case in.Tool == "":
+	case in.Tool == protocol.ToolAnalyze:
 		a.commit = s.commits.arrive()
 	default:
 		a.compute = s.slots.arrive()
@@ -120,7 +122,7 @@ func (s *Service) arrive(in Input) *admission {
 // A call cancelled while it waits answers CANCELLED and has computed
 // nothing.
 func (a *admission) take(ctx context.Context, tool string) *Error {
-	if tool == ToolAnalyze {
+	if tool == protocol.ToolAnalyze {
 		if a.commit == nil {
 			a.commit = a.s.commits.arrive()
 		}

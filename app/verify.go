@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -191,7 +192,7 @@ func (a *audit) shapes() error {
 	switch {
 	case !decodeShape(a.receipt, &a.parsedReceipt) || !validReceipt(a.parsedReceipt):
 		return found("%s of run %s is not strict JSON of a receipt's shape", ReceiptFile, a.runID)
-	case !decodeShape(a.checksums, &a.parsedChecksums) || !isDigest(a.parsedChecksums.Receipt) || !isDigest(a.parsedChecksums.Result):
+	case !decodeShape(a.checksums, &a.parsedChecksums) || !protocol.IsDigest(a.parsedChecksums.Receipt) || !protocol.IsDigest(a.parsedChecksums.Result):
 		return found("%s of run %s is not strict JSON of a checksum map's shape", ChecksumsFile, a.runID)
 	}
 	return nil

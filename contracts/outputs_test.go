@@ -28,6 +28,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/adapters/sysclock"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 )
 
 // newWire is cmd/tool-runner's composition of the real-disk adapters,
@@ -217,7 +218,7 @@ func (r *runner) digestOf(ws string) string {
 
 // resultSchemas names the schema of each tool's result.
 func resultSchemas() map[string]string {
-	return map[string]string{app.ToolInspect: "inspect-result", app.ToolAnalyze: "analyze-result", app.ToolVerify: "verify-result"}
+	return map[string]string{protocol.ToolInspect: "inspect-result", protocol.ToolAnalyze: "analyze-result", protocol.ToolVerify: "verify-result"}
 }
 
 // checkAnswer validates a response line: the response schema, the
@@ -360,7 +361,7 @@ func TestEveryDocumentTheProgramWritesValidates(t *testing.T) {
 		{name: "verify a run with a changed receipt", stdin: verifyRequest("v9", "d2"), args: base, code: "RECEIPT_TAMPERED",
 			before: damage("d2", "receipt.json", func(b []byte) []byte { return bytes.Replace(b, []byte(`"go_version"`), []byte(`"go_version" `), 1) })},
 		// The request checks of SPEC §2, in their order.
-		{name: "request over the limit", stdin: strings.Repeat("x", app.RequestLimitChars+1), args: base, code: "REQUEST_LIMIT"},
+		{name: "request over the limit", stdin: strings.Repeat("x", protocol.RequestLimitChars+1), args: base, code: "REQUEST_LIMIT"},
 		{name: "empty input", stdin: "", args: base, code: "INVALID_JSON"},
 		{name: "malformed JSON", stdin: `{"request_id":`, args: base, code: "INVALID_JSON"},
 		{name: "duplicate key", stdin: `{"request_id":"a","request_id":"b","tool":"inspect_inputs","arguments":{}}`, args: base, code: "INVALID_JSON"},

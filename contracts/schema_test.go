@@ -15,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/contracts"
 )
 
@@ -768,7 +769,7 @@ func TestRequestDefsAreTheToolArguments(t *testing.T) {
 		"analyze_arguments":        {"expected_source_digest"},
 		"verify_result_arguments":  {"run_id"},
 	}
-	for _, tool := range app.Tools() {
+	for _, tool := range protocol.Tools() {
 		def, ok := defs[tool+"_arguments"].(map[string]any)
 		is.True(ok) // a $defs entry per tool
 		is.Equal(def["type"], "object")
@@ -791,7 +792,7 @@ func TestRequestDefsAreTheToolArguments(t *testing.T) {
 	for _, n := range tools {
 		names = append(names, n.(string))
 	}
-	is.Equal(names, app.Tools()) // the tool enum is the app's three tools
+	is.Equal(names, protocol.Tools()) // the tool enum is the app's three tools
 }
 
 // TestResponseRootListsTheNineKeysInWireOrder: the root is a plain

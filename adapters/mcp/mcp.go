@@ -29,7 +29,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 )
 
 // ServerName is the serverInfo name the server announces.
@@ -58,11 +60,11 @@ in flight, and exits 0.
 // server stops taking calls, cancels the calls in flight, writes their
 // answers and returns 0.
 func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, wire app.Wire, version string) int {
-	o, e := app.ParseOptions(app.MCP, args)
+	o, help, e := cli.Parse(app.MCP, args)
 	if e != nil {
 		return optionFault(stderr, e)
 	}
-	if o.Help {
+	if help {
 		_, _ = io.WriteString(stdout, Usage)
 		return 0
 	}
@@ -134,7 +136,7 @@ func handler(svc *app.Service, tool string, stop context.Context) sdk.ToolHandle
 		if req.Params != nil {
 			raw = req.Params.Arguments
 		}
-		in := app.Input{Transport: app.MCPCalls, Tool: tool, Data: raw}
+		in := app.Input{Transport: app.MCPCalls{}, Tool: tool, Data: raw}
 		withHooks(ctx, &in) // over the line transport, the arguments come from it
 		return toolResult(svc.Serve(ctx, in)), nil
 	}
@@ -169,11 +171,11 @@ func toolResult(a app.Answer) *sdk.CallToolResult {
 // the request check that fails first).
 func unhandled(svc *app.Service) Unhandled {
 	return func(tool string, arguments json.RawMessage) (*sdk.CallToolResult, bool) {
-		if !slices.Contains(app.Tools(), tool) {
+		if !slices.Contains(protocol.Tools(), tool) {
 			return nil, false
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		return toolResult(svc.Serve(ctx, app.Input{Transport: app.MCPCalls, Tool: tool, Data: arguments})), true
+		return toolResult(svc.Serve(ctx, app.Input{Transport: app.MCPCalls{}, Tool: tool, Data: arguments})), true
 	}
 }

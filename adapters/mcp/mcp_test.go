@@ -19,6 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/afero"
 
+	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/adapters/keyfile"
 	"github.com/metricproof/metricproof/adapters/mcp"
 	"github.com/metricproof/metricproof/adapters/memfs"
@@ -75,7 +76,7 @@ func (w *world) wire(o app.Options) (app.Ports, io.Closer, error) {
 // service opens the app with the options of "tool-runner mcp" args.
 func (w *world) service(args ...string) *app.Service {
 	w.t.Helper()
-	o, e := app.ParseOptions(app.MCP, append([]string{"--workspace", wsRoot}, args...))
+	o, _, e := cli.Parse(app.MCP, append([]string{"--workspace", wsRoot}, args...))
 	if e != nil {
 		w.t.Fatal(e)
 	}

@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/contracts"
 	"github.com/metricproof/metricproof/domain"
 )
@@ -26,7 +27,7 @@ type tool struct {
 func tools() []tool {
 	return []tool{
 		{
-			name:  app.ToolAnalyze,
+			name:  protocol.ToolAnalyze,
 			title: "Analyze the inputs and commit a run",
 			description: "Computes the fixed synthetic-v1 metrics over the operator's sources (conversion rate with a pooled denominator, " +
 				"exact revenue contributions, customer-join cardinality, release blockers) and commits them as a new run directory " +
@@ -41,7 +42,7 @@ func tools() []tool {
 				"never takes a path, and never grants human approval.",
 		},
 		{
-			name:  app.ToolInspect,
+			name:  protocol.ToolInspect,
 			title: "Inspect the inputs",
 			description: "Reads and strictly validates the operator's four fixed sources (data/transactions.csv, data/groups.csv, " +
 				"data/customers.csv and the metric-definition contract) and returns the SHA256 of each, the combined source_digest, " +
@@ -51,7 +52,7 @@ func tools() []tool {
 			readOnly: true, idempotent: true,
 		},
 		{
-			name:  app.ToolVerify,
+			name:  protocol.ToolVerify,
 			title: "Verify a committed run",
 			description: "Re-reads a run that analyze committed and checks every byte and binding: the checksum map, the receipt, " +
 				"the result, the signature of a signed run, that the sources and the engine are unchanged, and that a fresh computation " +
@@ -123,7 +124,7 @@ func (docs schemas) inputSchema(tool string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tool == app.ToolAnalyze {
+	if tool == protocol.ToolAnalyze {
 		id, err := docs.inline(defs["id"], "request", 0)
 		if err != nil {
 			return nil, err
@@ -291,7 +292,7 @@ func truncatedSchema(tool string, listLimit int) map[string]any {
 		alternatives[i] = strings.ReplaceAll(regexp.QuoteMeta(strings.TrimPrefix(l, "/result/")), regexp.QuoteMeta(app.AnyIndex), "[0-9]+")
 	}
 	whole := "The complete lists are in the committed run's result.json (resource metricproof://runs/{run_id}/result.json)."
-	if tool == app.ToolInspect {
+	if tool == protocol.ToolInspect {
 		whole = "analyze commits the complete lists in its run's result.json."
 	}
 	return map[string]any{
@@ -404,9 +405,9 @@ func conditionTool(c any) (string, bool) {
 // resultSchemaName is the schema of the tool's result.
 func resultSchemaName(tool string) string {
 	switch tool {
-	case app.ToolInspect:
+	case protocol.ToolInspect:
 		return "inspect-result"
-	case app.ToolAnalyze:
+	case protocol.ToolAnalyze:
 		return "analyze-result"
 	}
 	return "verify-result"

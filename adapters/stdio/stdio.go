@@ -12,7 +12,9 @@ import (
 	"errors"
 	"io"
 
+	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 )
 
 // Usage is what --help prints.
@@ -60,11 +62,11 @@ func Exit(a app.Answer) int {
 // ctx is cancelled (SIGINT, SIGTERM), the call stops at its next cancel
 // check and answers CANCELLED, or finishes if it was past its last.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, wire app.Wire) int {
-	o, e := app.ParseOptions(app.OneShot, args)
+	o, help, e := cli.Parse(app.OneShot, args)
 	if e != nil {
 		return reply(stdout, app.Refuse(e))
 	}
-	if o.Help {
+	if help {
 		_, _ = io.WriteString(stdout, Usage)
 		return 0
 	}
@@ -81,7 +83,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		return reply(stdout, app.Refuse(e))
 	}
 	data, short := readInput(ctx, stdin)
-	return reply(stdout, s.Serve(ctx, app.Input{Transport: app.Stdio, Data: data, Short: short}))
+	return reply(stdout, s.Serve(ctx, app.Input{Transport: app.Stdio{}, Data: data, Short: short}))
 }
 
 // reply writes the answer's line in one write and returns the exit status.
@@ -105,7 +107,7 @@ func readInput(ctx context.Context, stdin io.Reader) ([]byte, app.Short) {
 	}
 	done := make(chan read, 1)
 	go func() {
-		data, over, err := Read(stdin, app.RequestLimitChars)
+		data, over, err := Read(stdin, protocol.RequestLimitChars)
 		done <- read{data, over, err}
 	}()
 	select {
@@ -169,8 +171,8 @@ func Write(w io.Writer, line []byte) error {
 // chain and prints one compact JSON line. Exit 0 verified, 1 tampered, 2
 // an option fault.
 func Ledger(args []string, stdout io.Writer, wire app.Wire) int {
-	o, e := app.ParseOptions(app.LedgerCheck, args)
-	if e == nil && o.Help {
+	o, help, e := cli.Parse(app.LedgerCheck, args)
+	if e == nil && help {
 		_, _ = io.WriteString(stdout, Usage)
 		return 0
 	}

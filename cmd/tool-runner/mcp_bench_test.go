@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/adapters/engine"
 	"github.com/metricproof/metricproof/adapters/mcp"
 	"github.com/metricproof/metricproof/adapters/osfs"
@@ -104,7 +105,7 @@ func BenchmarkMCP(b *testing.B) {
 // connects the SDK's client to it through pipes.
 func benchSession(b *testing.B, ws string, eng *engine.Self) *sdk.ClientSession {
 	b.Helper()
-	o, e := app.ParseOptions(app.MCP, []string{"--workspace", ws, "--output-dir", "runs"})
+	o, _, e := cli.Parse(app.MCP, []string{"--workspace", ws, "--output-dir", "runs"})
 	if e != nil {
 		b.Fatal(e)
 	}

@@ -1,0 +1,95 @@
+package cli_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/adapters/cli"
+	"github.com/metricproof/metricproof/app"
+)
+
+func TestOptionFormsAreAccepted(t *testing.T) {
+	is := is.New(t)
+	o, help, e := cli.Parse(app.OneShot, []string{"--workspace=ws", "--output-dir", "runs", "--cancel-file=stop", "--ledger", "l", "--signing-key=k", "--trusted-key", "p"})
+	is.True(e == nil && !help)
+	is.Equal(o, app.Options{Workspace: "ws", OutputDir: "runs", CancelFile: "stop", Ledger: "l", SigningKey: "k", TrustedKey: "p"})
+	_, help, e = cli.Parse(app.OneShot, []string{"--help"})
+	is.True(e == nil)
+	is.True(help)
+}
+
+func TestListLimitIsAnIntegerFrom0To1000ForMCPOnly(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		want  int
+		ok    bool
+	}{
+		{"0", 0, true}, {"10", 10, true}, {"1000", 1000, true}, {"007", 7, true},
+		{"1001", 0, false}, {"-1", 0, false}, {"+5", 0, false}, {"1e3", 0, false}, {"5.0", 0, false},
+		{" 5", 0, false}, {"five", 0, false}, {"99999999999999999999", 0, false}, {"", 0, false},
+	} {
+		t.Run(tt.value, func(t *testing.T) {
+			is := is.New(t)
+			for _, form := range [][]string{{"--list-limit", tt.value}, {"--list-limit=" + tt.value}} {
+				o, _, e := cli.Parse(app.MCP, append([]string{"--workspace", "ws"}, form...))
+				if !tt.ok {
+					is.True(e != nil && e.Code == app.InvalidOptions) // refused
+					is.True(!strings.Contains(e.Message, "five"))     // the value is never echoed
+					continue
+				}
+				is.True(e == nil)
+				is.Equal(o.ListLimit, tt.want)
+			}
+		})
+	}
+	is := is.New(t)
+	o, _, e := cli.Parse(app.MCP, []string{"--workspace", "ws"})
+	is.True(e == nil)
+	is.Equal(o.ListLimit, app.DefaultListLimit) // 10 unless given
+	_, _, e = cli.Parse(app.MCP, []string{"--workspace", "ws", "--list-limit", "3", "--list-limit", "4"})
+	is.True(e != nil && e.Code == app.InvalidOptions) // repeated
+	for cmd, pos := range map[app.Command]int{app.OneShot: 5, app.LedgerCheck: 6} {
+		_, _, e := cli.Parse(cmd, []string{"--workspace", "ws", "--ledger", "l", "--list-limit", "3"})
+		is.True(e != nil && e.Code == app.InvalidOptions)                                      // mcp only
+		is.Equal(e.Message, fmt.Sprintf("argument %d is not a known option; see --help", pos)) // as before it existed
+	}
+}
+
+// Each option fault is one code and a message naming the argument's
+// position on the whole command line, never its text.
+func TestEachOptionFaultNamesItsPosition(t *testing.T) {
+	tests := []struct {
+		cmd  app.Command
+		args []string
+		code app.Code
+		msg  string
+	}{
+		{app.OneShot, []string{"--workspace", "/secret/ws", "--bogus"}, app.InvalidOptions, "argument 3 is not a known option; see --help"},
+		{app.OneShot, []string{"/secret/ws"}, app.InvalidOptions, "argument 1 is a positional argument; tool-runner takes none"},
+		{app.MCP, []string{"--workspace", "w", "--workspace=/secret"}, app.InvalidOptions, "argument 4 repeats --workspace"},
+		{app.OneShot, []string{"--help", "--help"}, app.InvalidOptions, "argument 2 repeats --help"},
+		{app.OneShot, []string{"--workspace"}, app.InvalidOptions, "--workspace (argument 1) needs a value"},
+		{app.OneShot, []string{"--workspace="}, app.InvalidOptions, "--workspace (argument 1) has an empty value"},
+		{app.OneShot, []string{"--workspace", "--ledger"}, app.InvalidOptions, "--workspace (argument 1) has a value starting with --"},
+		{app.LedgerCheck, []string{"--workspace", "w", "--output-dir", "o"}, app.InvalidOptions, "argument 4 is an option that tool-runner ledger does not take; it takes --workspace and --ledger"},
+		{app.LedgerCheck, []string{"--workspace", "w"}, app.InvalidOptions, "--ledger is required"},
+		{app.MCP, []string{"--output-dir", "o"}, app.MissingWorkspace, "--workspace is required"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			is := is.New(t)
+			_, _, e := cli.Parse(tt.cmd, tt.args)
+			is.True(e != nil)
+			is.Equal(e.Code, tt.code)
+			is.Equal(e.Message, tt.msg)
+		})
+	}
+	// --help spares the missing --workspace, not a malformed option.
+	_, help, e := cli.Parse(app.LedgerCheck, []string{"--help"})
+	if !help || e != nil {
+		t.Errorf("--help alone: help %v, fault %v", help, e)
+	}
+}

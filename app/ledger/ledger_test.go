@@ -1,0 +1,115 @@
+package ledger_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/app/ledger"
+	"github.com/metricproof/metricproof/domain"
+)
+
+func rules() ledger.Rules {
+	return ledger.Rules{Transports: []string{"stdio", "mcp"}}
+}
+
+func ptr(s string) *string { return &s }
+
+// record is a well-formed successful inspect_inputs record.
+func record() ledger.Record {
+	sum := strings.Repeat("a", 64)
+	return ledger.Record{
+		Time: "2026-12-01T07:30:00.5Z", Transport: "stdio", RequestID: ptr("r1"), Tool: ptr("inspect_inputs"),
+		InputSHA256: ptr(sum), Status: "success", ResponseSHA256: sum, EngineSHA256: sum,
+	}
+}
+
+// Three linked records make a chain the check accepts, whose head is the
+// last line's SHA256; each link starts from the line before.
+func TestLinkedRecordsMakeAChain(t *testing.T) {
+	is := is.New(t)
+	r := rules()
+	var lines [][]byte
+	var last []byte
+	for i := 0; i < 3; i++ {
+		rec := record()
+		is.NoErr(r.Link(&rec, last))
+		is.Equal(rec.Seq, int64(i+1))
+		line, err := ledger.Encode(rec)
+		is.NoErr(err)
+		lines, last = append(lines, line), line
+	}
+	is.Equal(string(lines[0][:len(`{"seq":1,"prev":"0000`)]), `{"seq":1,"prev":"0000`) // the genesis prev
+	chain := r.Chain()
+	for _, line := range lines {
+		is.NoErr(chain.Add(line))
+	}
+	is.Equal(chain.Records, int64(3))
+	is.Equal(chain.Head, domain.SHA256Hex(lines[2]))
+
+	// A line left out, or two swapped, breaks the chain at the line named.
+	for name, order := range map[string][]int{"a gap": {0, 2}, "a swap": {1, 0}} {
+		chain := r.Chain()
+		var err error
+		for _, i := range order {
+			if err = chain.Add(lines[i]); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			t.Errorf("%s was accepted", name)
+		}
+	}
+}
+
+// Every line that is not exactly a record this engine writes is refused,
+// with what is wrong.
+func TestParseRefusesWhatTheEngineDoesNotWrite(t *testing.T) {
+	good, err := ledger.Encode(func() ledger.Record { r := record(); r.Seq, r.Prev = 1, strings.Repeat("0", 64); return r }())
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(f func(*ledger.Record)) []byte {
+		r := record()
+		r.Seq, r.Prev = 1, strings.Repeat("0", 64)
+		f(&r)
+		line, _ := ledger.Encode(r)
+		return line
+	}
+	tests := []struct {
+		name string
+		line []byte
+		want string
+	}{
+		{"no newline", bytes.TrimSuffix(good, []byte("\n")), "does not end in a newline"},
+		{"an unknown key", bytes.Replace(good, []byte(`{"seq"`), []byte(`{"x":1,"seq"`), 1), "is not a record"},
+		{"indented", bytes.Replace(good, []byte(`,"prev"`), []byte(`, "prev"`), 1), "as this engine writes one"},
+		{"seq 0", edit(func(r *ledger.Record) { r.Seq = 0 }), "seq is not a positive integer"},
+		{"a short prev", edit(func(r *ledger.Record) { r.Prev = "00" }), "prev is not a SHA256"},
+		{"a local time", edit(func(r *ledger.Record) { r.Time = "2026-12-01T08:30:00+01:00" }), "time is not an RFC 3339 UTC time"},
+		{"another transport", edit(func(r *ledger.Record) { r.Transport = "http" }), "transport is neither"},
+		{"a bad request_id", edit(func(r *ledger.Record) { r.RequestID = ptr("-x") }), "request_id is not an ID"},
+		{"another tool", edit(func(r *ledger.Record) { r.Tool = ptr("rm") }), "tool is not one of"},
+		{"an upper-case digest", edit(func(r *ledger.Record) { r.EngineSHA256 = strings.Repeat("A", 64) }), "a digest is not"},
+		{"success with a code", edit(func(r *ledger.Record) { r.Code = ptr("INVALID_JSON") }), "status and code disagree"},
+		{"an unknown code", edit(func(r *ledger.Record) { r.Status, r.Code = "error", ptr("NOPE") }), "status and code disagree"},
+		{"a code of the other status", edit(func(r *ledger.Record) { r.Status, r.Code = "error", ptr("CANCELLED") }), "status and code disagree"},
+		{"an error without a code", edit(func(r *ledger.Record) { r.Status = "error" }), "status and code disagree"},
+		{"a success without a tool", edit(func(r *ledger.Record) { r.Tool = nil }), "a success names no request_id or tool"},
+		{"a run without its sum", edit(func(r *ledger.Record) { r.RunID = ptr("r1") }), "run_id and result_sha256 disagree"},
+		{"a run of inspect", edit(func(r *ledger.Record) { r.RunID, r.ResultSHA256 = ptr("r1"), ptr(strings.Repeat("b", 64)) }), "only a successful analyze commits a run"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := rules().Parse(tt.line)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := rules().Parse(good); err != nil {
+		t.Errorf("the good line was refused: %v", err)
+	}
+}
