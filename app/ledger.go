@@ -297,6 +297,12 @@ func (r LedgerReport) JSON() []byte {
 // CheckChain re-reads the whole ledger and checks every line: its shape,
 // seq from 1 without a gap, and each prev.
 func (s *Service) CheckChain() (LedgerReport, *Error) {
+	return s.walkChain(nil)
+}
+
+// walkChain is CheckChain, which also hands every good record to visit
+// (when not nil) with its line number, in order.
+func (s *Service) walkChain(visit func(line int64, r Record)) (LedgerReport, *Error) {
 	report := LedgerReport{Verified: true, Head: zeroHash}
 	var n int64
 	err := s.p.Ledger.ScanLedger(s.ledger, func(line []byte) error {
@@ -311,6 +317,9 @@ func (s *Service) CheckChain() (LedgerReport, *Error) {
 			return found("line %d's prev is not the SHA256 of the line before it", n)
 		}
 		report.Records, report.Head = n, domain.SHA256Hex(line)
+		if visit != nil {
+			visit(n, r)
+		}
 		return nil
 	})
 	if err != nil {

@@ -1,8 +1,11 @@
 package app
 
 import (
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/metricproof/metricproof/domain"
 )
 
 // Options are the operator's choices, given on the command line. Paths are
@@ -26,6 +29,11 @@ type Options struct {
 	// unless --list-limit is given; the other commands have no lists to
 	// cut and leave it 0.
 	ListLimit int
+	// RunID and Format are the run and the page format of "tool-runner
+	// report" (SPEC §13); empty for the other commands. Format is
+	// FormatMarkdown unless --format is given.
+	RunID  string
+	Format string
 	// Help asks for the usage text.
 	Help bool
 	// Command is the command these options were given to: the ledger's
@@ -51,7 +59,21 @@ const (
 	MCP
 	// LedgerCheck checks the call ledger: "tool-runner ledger …".
 	LedgerCheck
+	// Report prints the reviewer's page of one run: "tool-runner report …"
+	// (SPEC §13).
+	Report
 )
+
+// The formats of the reviewer's page (SPEC §13).
+const (
+	FormatMarkdown = "markdown"
+	FormatHTML     = "html"
+)
+
+// reportOptions are the options "tool-runner report" takes.
+func reportOptions() []string {
+	return []string{"--workspace", "--output-dir", "--run-id", "--trusted-key", "--ledger", "--format"}
+}
 
 // ParseOptions parses the command-line arguments of cmd, without the
 // command's word. Unknown, repeated or malformed options, an option the
@@ -61,8 +83,11 @@ const (
 // command line, never its text, which may hold a path.
 func ParseOptions(cmd Command, args []string) (Options, *Error) {
 	o := Options{Command: cmd}
-	if cmd == MCP {
+	switch cmd {
+	case MCP:
 		o.ListLimit = DefaultListLimit
+	case Report:
+		o.Format = FormatMarkdown
 	}
 	first := 1 // the position of args[0] on the command line
 	if cmd != OneShot {
@@ -102,11 +127,25 @@ func ParseOptions(cmd Command, args []string) (Options, *Error) {
 				return Options{}, unknownArgument(arg, pos)
 			}
 			dst = new(string) // parsed below
+		case "--run-id", "--format":
+			if cmd != Report {
+				// As --list-limit: the other commands' answers stay as
+				// they were before the report existed.
+				return Options{}, unknownArgument(arg, pos)
+			}
+			if name == "--run-id" {
+				dst = &o.RunID
+			} else {
+				dst = &o.Format
+			}
 		default:
 			return Options{}, unknownArgument(arg, pos)
 		}
 		if cmd == LedgerCheck && name != "--workspace" && name != "--ledger" {
 			return Options{}, fail(InvalidOptions, "argument %d is an option that tool-runner ledger does not take; it takes --workspace and --ledger", pos)
+		}
+		if cmd == Report && !slices.Contains(reportOptions(), name) {
+			return Options{}, fail(InvalidOptions, "argument %d is an option that tool-runner report does not take; see --help", pos)
 		}
 		if seen[name] {
 			return Options{}, fail(InvalidOptions, "argument %d repeats %s", pos, name)
@@ -134,6 +173,12 @@ func ParseOptions(cmd Command, args []string) (Options, *Error) {
 			}
 			o.ListLimit = k
 		}
+		switch {
+		case name == "--run-id" && !domain.ValidID(value):
+			return Options{}, fail(InvalidOptions, "--run-id (argument %d) is not a run ID: 1 to 64 letters, digits, _ or -, starting with a letter or digit", pos)
+		case name == "--format" && value != FormatMarkdown && value != FormatHTML:
+			return Options{}, fail(InvalidOptions, "--format (argument %d) must be %s or %s", pos, FormatMarkdown, FormatHTML)
+		}
 	}
 	switch {
 	case o.Help:
@@ -142,6 +187,10 @@ func ParseOptions(cmd Command, args []string) (Options, *Error) {
 		return Options{}, fail(MissingWorkspace, "--workspace is required")
 	case cmd == LedgerCheck && o.Ledger == "":
 		return Options{}, fail(InvalidOptions, "--ledger is required")
+	case cmd == Report && o.OutputDir == "":
+		return Options{}, fail(InvalidOptions, "--output-dir is required: the directory holding the run")
+	case cmd == Report && o.RunID == "":
+		return Options{}, fail(InvalidOptions, "--run-id is required: the run to report on")
 	}
 	return o, nil
 }
