@@ -47,10 +47,12 @@ func layers() map[string]layer {
 	}
 }
 
-// drivingAdapters are the transports: they drive the app, so they may
-// import it (the driven adapters never do), and never one another.
+// drivingAdapters are the transports, and the reviewer's page that the
+// report command renders from the app's values: they drive the app, so
+// they may import it (the driven adapters never do), and never one
+// another.
 func drivingAdapters() []string {
-	return []string{module + "/adapters/stdio", module + "/adapters/mcp"}
+	return []string{module + "/adapters/stdio", module + "/adapters/mcp", module + "/adapters/report"}
 }
 
 // layerOf names the row of the table a package's folder belongs to.
@@ -169,6 +171,10 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/osfs", module + "/app"},
 		{"adapters", module + "/adapters/osfs", module + "/adapters/memfs"},
 		{"adapters", module + "/adapters/osfs", module + "/cmd/tool-runner"},
+		{"adapters", module + "/adapters/report", module + "/adapters/stdio"},
+		{"adapters", module + "/adapters/report", module + "/adapters/memfs"},
+		{"adapters", module + "/adapters/stdio", module + "/adapters/report"},
+		{"adapters", module + "/adapters/report", "github.com/spf13/afero"},
 		{"internal", module + "/internal/x", "fmt"},
 	}
 	for _, tt := range tests {
@@ -187,6 +193,8 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/mcp", module + "/contracts"},
 		{"adapters", module + "/adapters/mcp", "github.com/modelcontextprotocol/go-sdk/mcp"},
 		{"adapters", module + "/adapters/mcp", "github.com/go-json-experiment/json/jsontext"},
+		{"adapters", module + "/adapters/report", module + "/app"},
+		{"adapters", module + "/adapters/report", "html/template"},
 	} {
 		if err := check(ok.top, ok.pkg, ok.imp); err != nil {
 			t.Errorf("wrongly refused: %v", err)

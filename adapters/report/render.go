@@ -79,9 +79,11 @@ func safeInCode(s string) bool {
 // inline markup (emphasis, code, links and images, raw HTML and
 // autolinks, entities, strikethrough, table cells, math, escapes).
 // CommonMark lets a backslash escape any ASCII punctuation, so each is
-// written after one. Parentheses are left as they are: with both brackets
-// escaped no link can form, and the raw page stays readable.
-const mdPunctuation = "\\`*_[]<>#+!|~&$"
+// written after one. Parentheses are left as they are (with both brackets
+// escaped no link can form), and so are + - . = (they open a block only
+// at the start of a line, where no value stands), so the raw page stays
+// readable: U+2028, 0.827272727273, demo-001.
+const mdPunctuation = "\\`*_[]<>#!|~&$"
 
 // mdEscape writes s as literal Markdown text.
 func mdEscape(s string) string {

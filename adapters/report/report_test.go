@@ -41,7 +41,9 @@ func fixedEngine() porttest.FixedEngine {
 // fixedKey reads one Ed25519 key, made from a fixed seed, for any path.
 type fixedKey struct{}
 
-func (fixedKey) key() ed25519.PrivateKey { return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize)) }
+func (fixedKey) key() ed25519.PrivateKey {
+	return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+}
 func (k fixedKey) SigningKey(string) (ed25519.PrivateKey, error) { return k.key(), nil }
 func (k fixedKey) TrustedKey(string) (ed25519.PublicKey, error) {
 	return k.key().Public().(ed25519.PublicKey), nil
