@@ -111,7 +111,7 @@ func TestNoValueCanInjectMarkup(t *testing.T) {
 				is.NoErr(report.HTML(&page, reviewOf(tt.value, verified)))
 
 				is.Equal(tags.FindAllString(page.String(), -1), tags.FindAllString(plainHTML.String(), -1)) // the same elements, no more
-				is.Equal(mdMarkup(md.String()), mdMarkup(plainMD.String()))                               // the same lines, the same markup
+				is.Equal(mdMarkup(md.String()), mdMarkup(plainMD.String()))                                 // the same lines, the same markup
 
 				for _, out := range []string{md.String(), page.String()} {
 					is.True(!strings.ContainsAny(out, "\u2028\u2029\u202E\r\x00")) // shown as code points instead
