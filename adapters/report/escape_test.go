@@ -73,22 +73,32 @@ func reviewOf(v string, verified bool) app.Review {
 var tags = regexp.MustCompile(`<[^>]*>`)
 
 // mdMarkup is a Markdown page's markup, line by line: each line's first
-// character (which decides whether it opens a block), then what is left
-// of it without its backslash escapes, its code spans and everything but
-// inline markup. A value written literally adds nothing.
+// character (which decides whether it opens a block), then the inline
+// markup characters left once backslash escapes and code spans are read
+// as CommonMark reads them (an escaped backtick opens no code span; in a
+// code span a backslash is literal). A value written literally adds
+// nothing.
 func mdMarkup(page string) []string {
-	escape := regexp.MustCompile("\\\\.")
-	codeSpan := regexp.MustCompile("`[^`]*`")
 	var out []string
 	for _, line := range strings.Split(page, "\n") {
 		first, _ := utf8.DecodeRuneInString(line)
-		line = codeSpan.ReplaceAllString(escape.ReplaceAllString(line, ""), "")
-		out = append(out, string(first)+" "+strings.Map(func(r rune) rune {
-			if strings.ContainsRune("\\`*_[]<>#!|~&$", r) {
-				return r
+		markup := []rune{first, ' '}
+		runes := []rune(line)
+		for i := 0; i < len(runes); i++ {
+			switch r := runes[i]; {
+			case r == '\\':
+				i++ // the escaped character is literal
+			case r == '`':
+				end := i + 1
+				for end < len(runes) && runes[end] != '`' {
+					end++
+				}
+				i = end // the code span is literal
+			case strings.ContainsRune("\\`*_[]<>#!|~&$", r):
+				markup = append(markup, r)
 			}
-			return -1
-		}, line))
+		}
+		out = append(out, string(markup))
 	}
 	return out
 }
@@ -176,4 +186,40 @@ func TestEveryCheckAndStatementIsExplained(t *testing.T) {
 		is.True(rows[d.Field]) // a statement explained
 	}
 	is.Equal(len(app.Disclaimer()), 5)
+}
+
+// FuzzNoValueInjectsMarkup: whatever a value holds, both pages keep the
+// markup of a page of plain values, and show no hidden character.
+func FuzzNoValueInjectsMarkup(f *testing.F) {
+	for _, v := range hostileValues() {
+		f.Add(v.value, true)
+	}
+	plain := map[bool][2]string{}
+	for _, verified := range []bool{true, false} {
+		var md, page bytes.Buffer
+		if report.Markdown(&md, reviewOf("X", verified)) != nil || report.HTML(&page, reviewOf("X", verified)) != nil {
+			f.Fatal("a plain page did not render")
+		}
+		plain[verified] = [2]string{md.String(), page.String()}
+	}
+	f.Fuzz(func(t *testing.T, v string, verified bool) {
+		var md, page bytes.Buffer
+		if err := report.Markdown(&md, reviewOf(v, verified)); err != nil {
+			t.Fatal(err)
+		}
+		if err := report.HTML(&page, reviewOf(v, verified)); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := mdMarkup(md.String()), mdMarkup(plain[verified][0]); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("the Markdown's markup changed with %q:\n%s", v, md.String())
+		}
+		if got, want := tags.FindAllString(page.String(), -1), tags.FindAllString(plain[verified][1], -1); strings.Join(got, "") != strings.Join(want, "") {
+			t.Errorf("the HTML's elements changed with %q", v)
+		}
+		for _, out := range []string{md.String(), page.String()} {
+			if strings.ContainsFunc(out, func(r rune) bool { return r != '\n' && (r < 0x20 || r == 0x2028 || r == 0x2029 || r == 0x202E) }) || !utf8.ValidString(out) {
+				t.Errorf("a hidden character or invalid UTF-8 reached the page with %q", v)
+			}
+		}
+	})
 }
