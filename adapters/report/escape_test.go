@@ -223,3 +223,25 @@ func FuzzNoValueInjectsMarkup(f *testing.F) {
 		}
 	})
 }
+
+// A blocker lists its first 20 subjects and counts the rest; a run with
+// no one eligible says there is no rate, and a complete total is shown.
+func TestSubjectsAreCutAtTwenty(t *testing.T) {
+	is := is.New(t)
+	r := reviewOf("X", true)
+	var ids []string
+	for i := range 25 {
+		ids = append(ids, "T"+string(rune('A'+i)))
+	}
+	r.Result.Release.Blockers = []domain.Blocker{{Code: domain.BlockerMissingPrice, Message: "m", Subjects: ids}}
+	r.Result.Conversion.Rate = nil
+	total := "12.5"
+	r.Result.Revenue.CompleteTotal = &total
+	var md bytes.Buffer
+	is.NoErr(report.Markdown(&md, r))
+	out := md.String()
+	is.True(strings.Contains(out, "| `missing_price` | 25 | "+strings.Join(ids[:20], ", ")+", and 5 more | m |"))
+	is.True(!strings.Contains(out, "TU")) // the 21st
+	is.True(strings.Contains(out, "| Conversion rate | none: no one was eligible, so there is no rate |"))
+	is.True(strings.Contains(out, "| Revenue, complete total | 12.5 X |"))
+}

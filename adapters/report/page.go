@@ -91,9 +91,9 @@ func newPage(r app.Review) page {
 func numbers(r app.Review) section {
 	res := r.Result
 	c, rev, join := res.Conversion, res.Revenue, res.CustomerJoin
-	rate := "none: no one was eligible, so there is no rate"
+	rate := txt("none: no one was eligible, so there is no rate")
 	if c.Rate != nil {
-		rate = *c.Rate
+		rate = code(*c.Rate)
 	}
 	method := c.Method
 	if method == domain.MethodPooled {
@@ -106,7 +106,7 @@ func numbers(r app.Review) section {
 	}
 	rows := [][]span{
 		{txt("Conversion"), txt(fmt.Sprintf("%d successes of %d eligible", c.Successes, c.Eligible))},
-		{txt("Conversion rate"), code(rate)},
+		{txt("Conversion rate"), rate},
 		{txt("Method"), txt(method)},
 		{txt("Revenue, known subtotal"), txt(rev.KnownSubtotal + " " + units)},
 		{txt("Rows with a known price"), txt(fmt.Sprintf("%d of %d", rev.KnownRows, rev.TotalRows))},
