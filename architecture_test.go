@@ -48,11 +48,12 @@ func layers() map[string]layer {
 	}
 }
 
-// drivingAdapters are the transports and the command line they share
-// (adapters/cli): they drive the app, so they may import it (the driven
-// adapters never do); the transports never import one another.
+// drivingAdapters are the transports, the command line they share
+// (adapters/cli) and the reviewer's page that the report command renders
+// from the app's values: they drive the app, so they may import it (the
+// driven adapters never do); the transports never import one another.
 func drivingAdapters() []string {
-	return []string{module + "/adapters/stdio", module + "/adapters/mcp", cliPackage}
+	return []string{module + "/adapters/stdio", module + "/adapters/mcp", cliPackage, module + "/adapters/report"}
 }
 
 // cliPackage parses the command line for both transports: the one adapter
@@ -190,6 +191,10 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/osfs", module + "/app"},
 		{"adapters", module + "/adapters/osfs", module + "/adapters/memfs"},
 		{"adapters", module + "/adapters/osfs", module + "/cmd/tool-runner"},
+		{"adapters", module + "/adapters/report", module + "/adapters/stdio"},
+		{"adapters", module + "/adapters/report", module + "/adapters/memfs"},
+		{"adapters", module + "/adapters/stdio", module + "/adapters/report"},
+		{"adapters", module + "/adapters/report", "github.com/spf13/afero"},
 		{"internal", module + "/internal/x", "fmt"},
 		{"adapters", module + "/adapters/osfs", cliPackage},
 		{"adapters", cliPackage, module + "/adapters/stdio"},
@@ -230,6 +235,8 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"app", module + "/app/ledger", module + "/app/attest"},
 		{"app", module + "/app/ledger", module + "/app/protocol"},
 		{"adapters", module + "/adapters/mcp", module + "/app/protocol"},
+		{"adapters", module + "/adapters/report", module + "/app"},
+		{"adapters", module + "/adapters/report", "html/template"},
 	} {
 		if err := check(ok.top, ok.pkg, ok.imp); err != nil {
 			t.Errorf("wrongly refused: %v", err)

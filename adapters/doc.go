@@ -21,6 +21,8 @@
 //     line, exit statuses) and the operator command "tool-runner ledger".
 //   - mcp: "tool-runner mcp", a Model Context Protocol server over the SDK,
 //     behind a strict line transport of its own.
+//   - report: "tool-runner report", the reviewer's page of one run, in
+//     Markdown or HTML, rendered from the app's plain values.
 //
 // architecture_test.go at the repository's root keeps these rules.
 package adapters

@@ -97,8 +97,8 @@ func (s *Service) clearOfEvidence(rel, what string) error {
 // but never below it, in a directory that exists, and a regular file if it
 // exists. For a tool call it may not share a name with the writer lock,
 // nor take a run file's name directly in the output directory, nor lie in
-// a directory that is or sits inside a run; "tool-runner ledger" checks
-// any file (one a tool call made included: runs/result.json, its
+// a directory that is or sits inside a run; "tool-runner ledger" and
+// "tool-runner report" check any file (one a tool call made included: runs/result.json, its
 // directory looking like a run's because of the ledger itself).
 func (s *Service) ledgerLocation() (string, *Error) {
 	loc, err := s.p.Paths.Resolve(s.opts.Ledger)
@@ -119,7 +119,7 @@ func (s *Service) ledgerLocation() (string, *Error) {
 			out = &o
 		}
 	}
-	if s.opts.Command != LedgerCheck {
+	if s.opts.Command != LedgerCheck && s.opts.Command != Report {
 		name := path.Base(loc.Rel)
 		switch {
 		case name == ports.LockFile:

@@ -26,6 +26,12 @@
 // decides the code. A [Code] alone decides the status and retryability;
 // exit statuses are the stdio transport's.
 //
+// # The reviewer's page
+//
+// [Service.Review] verifies a run with verify_result's own checks and
+// gathers what "tool-runner report" prints as plain values ([Review]);
+// adapters/report renders them. app holds no Markdown or HTML.
+//
 // The app reaches the world only through the interfaces of package ports,
 // which a composition root (cmd/tool-runner) fills with adapters.
 //

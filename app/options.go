@@ -21,6 +21,11 @@ type Options struct {
 	// unless --list-limit is given; the other commands have no lists to
 	// cut and leave it 0.
 	ListLimit int
+	// RunID and Format are the run and the page format of "tool-runner
+	// report" (SPEC §13); empty for the other commands. Format is
+	// FormatMarkdown unless --format is given.
+	RunID  string
+	Format string
 	// Command is the command these options were given to: the ledger's
 	// place has rules for tool calls that "tool-runner ledger" does not
 	// apply (SPEC §11).
@@ -44,4 +49,13 @@ const (
 	MCP
 	// LedgerCheck checks the call ledger: "tool-runner ledger …".
 	LedgerCheck
+	// Report prints the reviewer's page of one run: "tool-runner report …"
+	// (SPEC §13).
+	Report
+)
+
+// The formats of the reviewer's page (SPEC §13).
+const (
+	FormatMarkdown = "markdown"
+	FormatHTML     = "html"
 )

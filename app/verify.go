@@ -107,30 +107,9 @@ func (a *audit) recompute() {
 // first fault. It writes nothing. resultSize is the length of the run's
 // result.json.
 func (s *Service) verify(ctx context.Context, runID string) (_ VerifyResult, resultSize int, _ *Error) {
-	if e := s.checkCancel(ctx, "before work"); e != nil {
-		return VerifyResult{}, 0, e
-	}
-	out, e := s.outputLocation(false)
+	a, done, _, e := s.audit(ctx, runID)
 	if e != nil {
 		return VerifyResult{}, 0, e
-	}
-	a := &audit{s: s, runID: runID}
-	if out.Exists {
-		var err error
-		a.run, err = s.p.Evidence.ReadRun(out.Rel, runID, savedFiles(), MaxSavedBytes)
-		if err != nil {
-			return VerifyResult{}, 0, classify(readingRun, runID, err)
-		}
-	}
-	var done []string
-	for _, c := range checks() {
-		if c.applies != nil && !c.applies(a) {
-			continue
-		}
-		if err := c.run(a); err != nil {
-			return VerifyResult{}, 0, classify(c.step, runID, err)
-		}
-		done = append(done, c.name)
 	}
 	return VerifyResult{
 		RunID:           runID,
@@ -140,6 +119,39 @@ func (s *Service) verify(ctx context.Context, runID string) (_ VerifyResult, res
 		HumanApproval:   domain.HumanApprovalNone,
 		Checks:          done,
 	}, len(a.result), nil
+}
+
+// audit runs verify's checks on O/runID in their declared order and
+// stops at the first that fails. done lists the checks passed; failed
+// names the check that failed ("" when the fault came before any check:
+// a cancellation, the output directory's place). a is nil when no check
+// ran. verify_result and the reviewer's page both run it.
+func (s *Service) audit(ctx context.Context, runID string) (a *audit, done []string, failed string, _ *Error) {
+	if e := s.checkCancel(ctx, "before work"); e != nil {
+		return nil, nil, "", e
+	}
+	out, e := s.outputLocation(false)
+	if e != nil {
+		return nil, nil, "", e
+	}
+	a = &audit{s: s, runID: runID}
+	if out.Exists {
+		var err error
+		a.run, err = s.p.Evidence.ReadRun(out.Rel, runID, savedFiles(), MaxSavedBytes)
+		if err != nil {
+			return a, nil, checks()[0].name, classify(readingRun, runID, err)
+		}
+	}
+	for _, c := range checks() {
+		if c.applies != nil && !c.applies(a) {
+			continue
+		}
+		if err := c.run(a); err != nil {
+			return a, done, c.name, classify(c.step, runID, err)
+		}
+		done = append(done, c.name)
+	}
+	return a, done, "", nil
 }
 
 // present: the run exists and none of its three files is missing.

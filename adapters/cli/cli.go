@@ -1,6 +1,6 @@
 // Package cli parses tool-runner's command line (SPEC §1, §9, §11): the
-// options of the one-shot call, of "tool-runner mcp" and of "tool-runner
-// ledger", into the app's [app.Options]. Both transports parse with it, so
+// options of the one-shot call, of "tool-runner mcp", of "tool-runner
+// ledger" and of "tool-runner report", into the app's [app.Options]. Both transports parse with it, so
 // one rule holds for both; tests that open a service as a command would
 // parse with it too.
 //
@@ -12,11 +12,18 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/domain"
 )
+
+// reportOptions are the options "tool-runner report" takes.
+func reportOptions() []string {
+	return []string{"--workspace", "--output-dir", "--run-id", "--trusted-key", "--ledger", "--format"}
+}
 
 // Parse parses the command-line arguments of cmd, without the command's
 // word. help reports --help: then a missing --workspace or --ledger is no
@@ -26,8 +33,11 @@ import (
 // MISSING_WORKSPACE.
 func Parse(cmd app.Command, args []string) (o app.Options, help bool, e *app.Error) {
 	o = app.Options{Command: cmd}
-	if cmd == app.MCP {
+	switch cmd {
+	case app.MCP:
 		o.ListLimit = app.DefaultListLimit
+	case app.Report:
+		o.Format = app.FormatMarkdown
 	}
 	first := 1 // the position of args[0] on the command line
 	if cmd != app.OneShot {
@@ -67,11 +77,25 @@ func Parse(cmd app.Command, args []string) (o app.Options, help bool, e *app.Err
 				return app.Options{}, false, unknownArgument(arg, pos)
 			}
 			dst = new(string) // parsed below
+		case "--run-id", "--format":
+			if cmd != app.Report {
+				// As --list-limit: the other commands' answers stay as
+				// they were before the report existed.
+				return app.Options{}, false, unknownArgument(arg, pos)
+			}
+			if name == "--run-id" {
+				dst = &o.RunID
+			} else {
+				dst = &o.Format
+			}
 		default:
 			return app.Options{}, false, unknownArgument(arg, pos)
 		}
 		if cmd == app.LedgerCheck && name != "--workspace" && name != "--ledger" {
 			return app.Options{}, false, fault(app.InvalidOptions, "argument %d is an option that tool-runner ledger does not take; it takes --workspace and --ledger", pos)
+		}
+		if cmd == app.Report && !slices.Contains(reportOptions(), name) {
+			return app.Options{}, false, fault(app.InvalidOptions, "argument %d is an option that tool-runner report does not take; see --help", pos)
 		}
 		if seen[name] {
 			return app.Options{}, false, fault(app.InvalidOptions, "argument %d repeats %s", pos, name)
@@ -99,6 +123,12 @@ func Parse(cmd app.Command, args []string) (o app.Options, help bool, e *app.Err
 			}
 			o.ListLimit = k
 		}
+		switch {
+		case name == "--run-id" && !domain.ValidID(value):
+			return app.Options{}, false, fault(app.InvalidOptions, "--run-id (argument %d) is not a run ID: 1 to 64 letters, digits, _ or -, starting with a letter or digit", pos)
+		case name == "--format" && value != app.FormatMarkdown && value != app.FormatHTML:
+			return app.Options{}, false, fault(app.InvalidOptions, "--format (argument %d) must be %s or %s", pos, app.FormatMarkdown, app.FormatHTML)
+		}
 	}
 	switch {
 	case help:
@@ -107,6 +137,10 @@ func Parse(cmd app.Command, args []string) (o app.Options, help bool, e *app.Err
 		return app.Options{}, false, fault(app.MissingWorkspace, "--workspace is required")
 	case cmd == app.LedgerCheck && o.Ledger == "":
 		return app.Options{}, false, fault(app.InvalidOptions, "--ledger is required")
+	case cmd == app.Report && o.OutputDir == "":
+		return app.Options{}, false, fault(app.InvalidOptions, "--output-dir is required: the directory holding the run")
+	case cmd == app.Report && o.RunID == "":
+		return app.Options{}, false, fault(app.InvalidOptions, "--run-id is required: the run to report on")
 	}
 	return o, false, nil
 }

@@ -22,6 +22,7 @@ const Usage = `usage: tool-runner --workspace W [--output-dir O] [--cancel-file 
                    [--ledger L] [--signing-key K] [--trusted-key P]
        tool-runner mcp --workspace W [--output-dir O] [same options]
        tool-runner ledger --workspace W --ledger L
+       tool-runner report --workspace W --output-dir O --run-id R [--format html]
 
 Reads one JSON request on standard input until EOF and writes exactly one
 compact JSON response line on standard output (protocol 1.0).
@@ -40,7 +41,8 @@ Tools: inspect_inputs {}, analyze {"expected_source_digest"}, verify_result {"ru
 Exit status: 0 success, 1 handled error, 3 cancelled. SIGINT and SIGTERM
 cancel the call; it still answers.
 "mcp" serves the same tools over the Model Context Protocol on standard
-input and output; "ledger" checks the ledger's chain.
+input and output; "ledger" checks the ledger's chain; "report" verifies a
+run and prints its reviewer's page (tool-runner report --help).
 `
 
 // Exit is the exit status of an answer: 0 success, 3 cancelled, 1 any

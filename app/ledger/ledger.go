@@ -110,20 +110,21 @@ type Chain struct {
 func (rules Rules) Chain() *Chain { return &Chain{rules: rules, Head: genesis} }
 
 // Add checks the next line: its shape, seq from 1 without a gap, and prev
-// the SHA256 of the line before. Its error names the line's number.
-func (c *Chain) Add(line []byte) error {
+// the SHA256 of the line before, and returns the line's record. Its error
+// names the line's number.
+func (c *Chain) Add(line []byte) (Record, error) {
 	n := c.Records + 1
 	r, err := c.rules.Parse(line)
 	switch {
 	case err != nil:
-		return fmt.Errorf("line %d is not a complete, well-formed record: %v", n, err)
+		return Record{}, fmt.Errorf("line %d is not a complete, well-formed record: %v", n, err)
 	case r.Seq != n:
-		return fmt.Errorf("line %d carries seq %d; records are numbered from 1 without a gap", n, r.Seq)
+		return Record{}, fmt.Errorf("line %d carries seq %d; records are numbered from 1 without a gap", n, r.Seq)
 	case r.Prev != c.Head:
-		return fmt.Errorf("line %d's prev is not the SHA256 of the line before it", n)
+		return Record{}, fmt.Errorf("line %d's prev is not the SHA256 of the line before it", n)
 	}
 	c.Records, c.Head = n, domain.SHA256Hex(line)
-	return nil
+	return r, nil
 }
 
 // fault names what is wrong with a record's values, or "".

@@ -44,7 +44,8 @@ func TestLinkedRecordsMakeAChain(t *testing.T) {
 	is.Equal(string(lines[0][:len(`{"seq":1,"prev":"0000`)]), `{"seq":1,"prev":"0000`) // the genesis prev
 	chain := r.Chain()
 	for _, line := range lines {
-		is.NoErr(chain.Add(line))
+		_, err := chain.Add(line)
+		is.NoErr(err)
 	}
 	is.Equal(chain.Records, int64(3))
 	is.Equal(chain.Head, domain.SHA256Hex(lines[2]))
@@ -54,7 +55,7 @@ func TestLinkedRecordsMakeAChain(t *testing.T) {
 		chain := r.Chain()
 		var err error
 		for _, i := range order {
-			if err = chain.Add(lines[i]); err != nil {
+			if _, err = chain.Add(lines[i]); err != nil {
 				break
 			}
 		}

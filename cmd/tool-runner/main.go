@@ -1,6 +1,7 @@
 // Command tool-runner runs metricproof's three tools: one call of protocol
 // 1.0 over standard input and output, "tool-runner mcp" for a long-lived
-// MCP server, or "tool-runner ledger" to check the call ledger. See
+// MCP server, "tool-runner ledger" to check the call ledger, or
+// "tool-runner report" for a run's reviewer's page. See
 // README.md and ../../../shared/SPEC.md.
 //
 // This is the composition root: it wires the real-disk adapters into the
@@ -19,6 +20,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/keyfile"
 	"github.com/metricproof/metricproof/adapters/mcp"
 	"github.com/metricproof/metricproof/adapters/osfs"
+	"github.com/metricproof/metricproof/adapters/report"
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/adapters/sysclock"
 	"github.com/metricproof/metricproof/app"
@@ -48,6 +50,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return mcp.Serve(ctx, args[1:], stdin, stdout, stderr, wire, moduleVersion())
 		case "ledger":
 			return stdio.Ledger(args[1:], stdout, wire)
+		case "report":
+			return report.Run(ctx, args[1:], stdout, stderr, wire)
 		}
 	}
 	return stdio.Run(ctx, args, stdin, stdout, wire)

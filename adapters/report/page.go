@@ -1,0 +1,344 @@
+// Package report renders the reviewer's page of SPEC §13: one page, for
+// the person who must decide on a run's release, of what "tool-runner
+// report" found. It is fed the plain values of [app.Review] and writes
+// Markdown ([Markdown]) or one self-contained HTML5 document ([HTML]).
+//
+// Both formats render one page model, built here from the review: the
+// same sections, sentences and values in the same order. Every value is
+// escaped for its format, and every character that could hide or rearrange
+// text (control characters, line and paragraph separators, bidirectional
+// controls) is shown as its code point (U+2028) instead.
+// The page holds no time of printing: the same review gives the same bytes.
+package report
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/domain"
+)
+
+// BuildCommand is README's build command, which the rebuild recipe names.
+const BuildCommand = `CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/tool-runner ./cmd/tool-runner`
+
+// maxSubjects is how many subjects of each blocker the page lists (SPEC §13).
+const maxSubjects = 20
+
+// page is the format-neutral page: a verdict and its sections.
+type page struct {
+	// Title is the verdict as plain text; Verdict the same as spans.
+	Title    string
+	Verdict  []span
+	Verified bool
+	Sections []section
+}
+
+type section struct {
+	Heading string
+	Blocks  []block
+}
+
+// block is a paragraph, or a table when Table is set.
+type block struct {
+	Para  []span
+	Table *table
+}
+
+type table struct {
+	Head []string
+	Rows [][]span // one span a cell
+}
+
+// span is a piece of text: plain, monospace (digests, IDs, commands) or
+// strong. Text is never markup.
+type span struct {
+	Text   string
+	Code   bool
+	Strong bool
+}
+
+func txt(s string) span  { return span{Text: s} }
+func code(s string) span { return span{Text: s, Code: true} }
+
+func para(spans ...span) block { return block{Para: spans} }
+
+// newPage builds the page of SPEC §13 from a review, its sections in the
+// order the SPEC lists them.
+func newPage(r app.Review) page {
+	p := page{Verified: r.Verified()}
+	if p.Verified {
+		p.Verdict = []span{txt("Run "), code(r.RunID), txt(": verified")}
+	} else {
+		where := ""
+		if r.Fault.Code == app.LedgerTampered && r.FaultLine > 0 {
+			where = fmt.Sprintf(" at ledger line %d", r.FaultLine)
+		}
+		p.Verdict = []span{txt("Run "), code(r.RunID), txt(": do not rely on this run — "), code(string(r.Fault.Code)), txt(where + ": " + r.Fault.Message)}
+	}
+	for _, s := range p.Verdict {
+		p.Title += s.Text
+	}
+	if p.Verified {
+		p.Sections = append(p.Sections, numbers(r), release(r))
+	}
+	p.Sections = append(p.Sections, checked(r), evidence(r), unproven(r))
+	return p
+}
+
+// numbers is section 2: the run's figures.
+func numbers(r app.Review) section {
+	res := r.Result
+	c, rev, join := res.Conversion, res.Revenue, res.CustomerJoin
+	rate := txt("none: no one was eligible, so there is no rate")
+	if c.Rate != nil {
+		rate = code(*c.Rate)
+	}
+	method := c.Method
+	if method == domain.MethodPooled {
+		method = "pooled denominator: the successes of all groups over the eligible of all groups"
+	}
+	units := words(rev.Units)
+	complete := fmt.Sprintf("none: %s no known price, so the total is unknown", count(rev.TotalRows-rev.KnownRows, "row has", "rows have"))
+	if rev.CompleteTotal != nil {
+		complete = *rev.CompleteTotal + " " + units
+	}
+	rows := [][]span{
+		{txt("Conversion"), txt(fmt.Sprintf("%d successes of %d eligible", c.Successes, c.Eligible))},
+		{txt("Conversion rate"), rate},
+		{txt("Method"), txt(method)},
+		{txt("Revenue, known subtotal"), txt(rev.KnownSubtotal + " " + units)},
+		{txt("Rows with a known price"), txt(fmt.Sprintf("%d of %d", rev.KnownRows, rev.TotalRows))},
+		{txt("Revenue, complete total"), txt(complete)},
+		{txt("Units"), txt(units)},
+		{txt("Customer join"), txt(fmt.Sprintf("%s; keys more than once in customers.csv: %s; transaction customer IDs with no customer: %s",
+			join.Status, subjects(join.DuplicateKeys), subjects(join.UnmatchedKeys)))},
+	}
+	s := section{Heading: "The numbers", Blocks: []block{{Table: &table{Head: []string{"Figure", "Value"}, Rows: rows}}}}
+	if res.Synthetic {
+		s.Blocks = append(s.Blocks, para(txt("These figures come from the definition "), code(res.DefinitionID),
+			txt(" over synthetic data: amounts are fictional currency units, not money, and no figure describes a real business.")))
+	}
+	return s
+}
+
+// release is section 3: eligibility, the blockers, and approval.
+func release(r app.Review) section {
+	rel := r.Result.Release
+	s := section{Heading: "Release"}
+	if rel.Eligible {
+		s.Blocks = append(s.Blocks, para(span{Text: "Release: eligible", Strong: true}, txt(" — no blocker.")))
+	} else {
+		s.Blocks = append(s.Blocks, para(span{Text: "Release: not eligible", Strong: true}, txt(" — "+count(len(rel.Blockers), "blocker", "blockers")+".")))
+	}
+	if len(rel.Blockers) > 0 {
+		t := &table{Head: []string{"Blocker", "Count", "Subjects (the first 20)", "What it means"}}
+		for _, b := range rel.Blockers {
+			t.Rows = append(t.Rows, []span{code(b.Code), txt(strconv.Itoa(len(b.Subjects))), txt(subjects(b.Subjects)), txt(b.Message)})
+		}
+		s.Blocks = append(s.Blocks, block{Table: t})
+	}
+	s.Blocks = append(s.Blocks, para(span{Text: "Human approval: not granted", Strong: true}, txt(" — this program never grants it. Release is a person's decision.")))
+	return s
+}
+
+// checked is section 4: every check run, ending at the failing one.
+func checked(r app.Review) section {
+	s := section{Heading: "What was checked"}
+	if len(r.Checks) == 0 {
+		s.Blocks = append(s.Blocks, para(txt("No check ran: the fault above came before the first.")))
+		return s
+	}
+	t := &table{Head: []string{"Check", "Outcome", "What it checks"}}
+	for _, c := range r.Checks {
+		outcome := span{Text: "failed", Strong: true}
+		if c.Passed {
+			outcome = txt("passed")
+		}
+		t.Rows = append(t.Rows, []span{code(c.Name), outcome, txt(checkMeaning(c.Name, r.TrustedKey))})
+	}
+	s.Blocks = append(s.Blocks, block{Table: t})
+	if !r.Verified() {
+		s.Blocks = append(s.Blocks, para(txt("Checking stopped at the first fault; the checks after it were not run.")))
+	}
+	return s
+}
+
+// checkMeaning says in words what a check makes sure of.
+func checkMeaning(name string, trusted bool) string {
+	switch name {
+	case "run_present":
+		return "The run's directory and its three files (result.json, receipt.json, checksums.json) are there."
+	case "saved_files_valid":
+		return "Each saved file is a regular file of at most 4 MiB holding strict JSON of its expected shape, and the run holds nothing else."
+	case "receipt_bound":
+		return "The receipt's bytes match the checksum file, and it names this run, this protocol and this definition, with a source digest that matches its own source hashes."
+	case "result_bound":
+		return "The result's bytes match the checksum file and the receipt, and it names the receipt's sources and definition."
+	case "signature_valid":
+		if trusted {
+			return "The attestation is signed, over exactly this receipt and result, by the receipt's key, and that key is the trusted key given."
+		}
+		return "The attestation is signed, over exactly this receipt and result, by the key the receipt names."
+	case "sources_unchanged":
+		return "The four source files in the workspace today are byte for byte the ones the run was made from."
+	case "engine_unchanged":
+		return "The program running this check is byte for byte the one that made the run."
+	case "result_recomputed":
+		return "Computing again from the same sources gives the saved result byte for byte."
+	case app.LedgerCheckName:
+		return "Every line of the call ledger is a well-formed record, numbered from 1 without a gap, each chained to the line before by its SHA256."
+	}
+	return name
+}
+
+// evidence is section 5: what binds the run, and how to check it again.
+func evidence(r app.Review) section {
+	s := section{Heading: "The evidence"}
+	t := &table{Head: []string{"Item", "Value"}}
+	row := func(item string, value span) { t.Rows = append(t.Rows, []span{txt(item), value}) }
+	row("Run ID", code(r.RunID))
+	rc := r.Receipt
+	if rc == nil {
+		s.Blocks = append(s.Blocks, para(txt("The run's own evidence is not shown: it did not verify, so what its files say cannot be relied on.")))
+	} else {
+		row("Created at", code(rc.CreatedAt))
+		row("Definition", code(rc.DefinitionID))
+		row("Source digest", code(rc.SourceDigest))
+		for _, name := range domain.SourceNames() {
+			row("SHA256 of "+name, code(rc.Sources[name]))
+		}
+		row("Engine SHA256", code(rc.EngineSHA256))
+		row("Go version", optional(rc.Build.GoVersion))
+		row("Module version", optional(rc.Build.ModuleVersion))
+		row("VCS revision", optional(rc.Build.VCSRevision))
+		modified := txt("not recorded")
+		if m := rc.Build.VCSModified; m != nil {
+			modified = txt(map[bool]string{true: "yes: built from a checkout with uncommitted changes", false: "no"}[*m])
+		}
+		row("VCS modified", modified)
+		signer := txt("not signed")
+		if rc.Signer != nil {
+			signer = code(rc.Signer.KeyID)
+		}
+		row("Signer's key ID", signer)
+		row("Trusted key", txt(trustedKey(rc.Signer != nil, r.TrustedKey)))
+	}
+	if r.Ledger != nil {
+		row("Ledger record", txt(ledgerRecord(r)))
+	}
+	s.Blocks = append(s.Blocks, block{Table: t})
+	if rc != nil {
+		s.Blocks = append(s.Blocks, rebuild(rc.Build))
+	}
+	return s
+}
+
+// trustedKey says what --trusted-key showed of a verified run.
+func trustedKey(signed, trusted bool) string {
+	switch {
+	case trusted:
+		return "given, and the run is signed by it"
+	case signed:
+		return "not given: the signature shows the run is unchanged since it was signed, but not who signed it (a forger can strip it); check again with --trusted-key"
+	}
+	return "not given"
+}
+
+// ledgerRecord says which record of the ledger made the run.
+func ledgerRecord(r app.Review) string {
+	l := r.Ledger
+	var s string
+	if rec := l.Record; rec != nil {
+		s = fmt.Sprintf("line %d, seq %d: the analyze that made this run, recorded at %s over %s", rec.Line, rec.Seq, rec.Time, rec.Transport)
+	} else {
+		s = fmt.Sprintf("not recorded: none of the ledger's %s names this run", count(int(l.Records), "record", "records"))
+	}
+	if !l.Verified && r.Fault != nil && r.Fault.Code != app.LedgerTampered {
+		s += fmt.Sprintf("; the ledger's chain is damaged as well, at line %d", l.BadLine)
+	}
+	return s
+}
+
+// rebuild is the recipe to rebuild the engine, in one sentence.
+func rebuild(b app.Build) block {
+	goVersion := "the same Go version"
+	if b.GoVersion != nil {
+		goVersion = *b.GoVersion
+	}
+	spans := []span{}
+	if b.VCSRevision != nil {
+		spans = append(spans, txt("To rebuild the engine: check out revision "), code(*b.VCSRevision), txt(", build it with "+goVersion+" and "))
+	} else {
+		spans = append(spans, txt("This build recorded no revision, so it can be rebuilt only from the very source it was made from: build that with "+goVersion+" and "))
+	}
+	spans = append(spans, code(BuildCommand), txt(", then compare the SHA256 of bin/tool-runner with the engine SHA256 above."))
+	if b.VCSModified != nil && *b.VCSModified {
+		spans = append(spans, txt(" The checkout had uncommitted changes, so a build of the revision alone will not match."))
+	}
+	return para(spans...)
+}
+
+// unproven is section 6: the verification block, in words.
+func unproven(r app.Review) section {
+	t := &table{Head: []string{"Statement", "Value", "What it means"}}
+	for _, d := range r.Disclaimer {
+		t.Rows = append(t.Rows, []span{code(d.Field), code(d.Value), txt(disclaimed(d))})
+	}
+	return section{Heading: "What this does not prove", Blocks: []block{
+		para(txt("Every answer of this program carries these five statements. Each names something it did not do or test:")),
+		{Table: t},
+	}}
+}
+
+// disclaimed says one statement of the verification block in a sentence
+// a non-engineer understands.
+func disclaimed(d app.Disclaimed) string {
+	switch d {
+	case app.Disclaimed{Field: "native_bi", Value: "not_run"}:
+		return "The numbers were not reproduced in any business-intelligence or reporting tool of your own; only this program computed them."
+	case app.Disclaimed{Field: "host_cancellation", Value: "not_tested"}:
+		return "Whether the AI agent's host can stop a call part-way was not tested; only this program's own cancel file and signals were."
+	case app.Disclaimed{Field: "os_sandbox", Value: "not_claimed"}:
+		return "The program does not claim to run in an operating-system sandbox: that it reads only its four sources and writes only its output rests on its own code, not on the operating system."
+	case app.Disclaimed{Field: "real_model_quality", Value: "not_tested"}:
+		return "Nothing here judges the AI agent or model that asked for this run: how well it chose the run or explains the result was not tested."
+	case app.Disclaimed{Field: "human_review", Value: "not_performed"}:
+		return "No person has reviewed this run yet. That is what this page is for: release needs your decision, which the program never makes."
+	}
+	return d.Field + " is " + d.Value + "."
+}
+
+// subjects lists the first 20 subjects and counts the rest.
+func subjects(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	shown := ids[:min(len(ids), maxSubjects)]
+	s := strings.Join(shown, ", ")
+	if rest := len(ids) - len(shown); rest > 0 {
+		s += fmt.Sprintf(", and %d more", rest)
+	}
+	return s
+}
+
+// count writes n with the singular or plural noun.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// words writes a snake_case value as words: fictional currency units.
+func words(s string) string { return strings.ReplaceAll(s, "_", " ") }
+
+// optional is a build fact, or "not recorded" when the build did not
+// record it.
+func optional(s *string) span {
+	if s == nil {
+		return txt("not recorded")
+	}
+	return code(*s)
+}

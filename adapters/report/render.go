@@ -1,0 +1,144 @@
+package report
+
+import (
+	"bufio"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/metricproof/metricproof/app"
+)
+
+// Markdown writes the page of r as CommonMark with GitHub's tables. Its
+// first line is the verdict.
+func Markdown(w io.Writer, r app.Review) error {
+	p := newPage(r)
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, "# %s\n", inline(p.Verdict))
+	for _, s := range p.Sections {
+		fmt.Fprintf(b, "\n## %s\n", mdEscape(s.Heading))
+		for _, bl := range s.Blocks {
+			b.WriteString("\n")
+			if bl.Table == nil {
+				fmt.Fprintf(b, "%s\n", inline(bl.Para))
+				continue
+			}
+			head := make([]span, len(bl.Table.Head))
+			rule := make([]string, len(bl.Table.Head))
+			for i, h := range bl.Table.Head {
+				head[i], rule[i] = txt(h), "---"
+			}
+			fmt.Fprintf(b, "| %s |\n| %s |\n", cells(head), strings.Join(rule, " | "))
+			for _, row := range bl.Table.Rows {
+				fmt.Fprintf(b, "| %s |\n", cells(row))
+			}
+		}
+	}
+	return b.Flush()
+}
+
+// cells writes a table row's cells, each escaped.
+func cells(row []span) string {
+	out := make([]string, len(row))
+	for i, c := range row {
+		out[i] = inline([]span{c})
+	}
+	return strings.Join(out, " | ")
+}
+
+// inline writes spans as Markdown inline content. Values never begin a
+// line: every line starts with the page's own text or markup, so no value
+// can open a block (a heading, a list, a quote).
+func inline(spans []span) string {
+	var b strings.Builder
+	for _, s := range spans {
+		switch {
+		case s.Code && safeInCode(s.Text):
+			b.WriteString("`" + s.Text + "`")
+		case s.Strong:
+			b.WriteString("**" + mdEscape(s.Text) + "**")
+		default:
+			b.WriteString(mdEscape(s.Text))
+		}
+	}
+	return b.String()
+}
+
+// safeInCode reports whether s can be a code span as it is: nothing in a
+// code span is escaped, so a backtick would end it and a pipe end a table
+// cell; anything else is shown literally. A value that is not safe is
+// written as escaped text instead.
+func safeInCode(s string) bool {
+	return s != "" && !strings.ContainsAny(s, "`|") && visible(s) == s && strings.TrimSpace(s) == s
+}
+
+// mdPunctuation are the ASCII characters that start or end Markdown
+// inline markup (emphasis, code, links and images, raw HTML and
+// autolinks, entities, strikethrough, table cells, math, escapes).
+// CommonMark lets a backslash escape any ASCII punctuation, so each is
+// written after one. Parentheses are left as they are (with both brackets
+// escaped no link can form), and so are + - . = (they open a block only
+// at the start of a line, where no value stands), so the raw page stays
+// readable: U+2028, 0.827272727273, demo-001.
+const mdPunctuation = "\\`*_[]<>#!|~&$"
+
+// mdEscape writes s as literal Markdown text.
+func mdEscape(s string) string {
+	s = visible(s)
+	var b strings.Builder
+	for _, r := range s {
+		if r < utf8.RuneSelf && strings.ContainsRune(mdPunctuation, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// visible replaces what could hide, break or rearrange text with its code
+// point written out ("U+2028"): C0 and C1 controls (line breaks included),
+// the line and paragraph separators, the bidirectional controls and
+// zero-width characters; invalid UTF-8 becomes U+FFFD.
+func visible(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if !strings.ContainsFunc(s, hidden) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if hidden(r) {
+			fmt.Fprintf(&b, "U+%04X", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// hidden reports a character visible writes as its code point.
+func hidden(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7F && r <= 0x9F:
+		return true
+	case r >= 0x200B && r <= 0x200F, r >= 0x2028 && r <= 0x202E, r >= 0x2060 && r <= 0x2069, r == 0xFEFF:
+		return true
+	}
+	return false
+}
+
+//go:embed page.html.tmpl
+var pageTemplate string
+
+// HTML writes the page of r as one self-contained HTML5 document: inline
+// CSS with a print style, no script, no external resource. html/template
+// escapes every value for its context.
+func HTML(w io.Writer, r app.Review) error {
+	t, err := template.New("page").Funcs(template.FuncMap{"visible": visible}).Parse(pageTemplate)
+	if err != nil {
+		return err
+	}
+	return t.Execute(w, newPage(r))
+}

@@ -1,0 +1,205 @@
+package report_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"flag"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/spf13/afero"
+
+	"github.com/metricproof/metricproof/adapters/memfs"
+	"github.com/metricproof/metricproof/adapters/porttest"
+	"github.com/metricproof/metricproof/adapters/report"
+	"github.com/metricproof/metricproof/adapters/stdio"
+	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/ports"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden; review the diff before committing")
+
+// wsRoot is where the in-memory workspace lives; no page may mention it.
+const wsRoot = "/secret/operator/ws"
+
+// The fixed clock, engine and key of every golden run: what varies from
+// run to run (created_at, the engine's hash, the signature) is fixed
+// here, so the pages are the same bytes on every machine.
+var fixedTime = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func fixedEngine() porttest.FixedEngine {
+	return porttest.FixedEngine{SHA256: strings.Repeat("e", 64), GoVersion: "go1.26.8", ModuleVersion: "(devel)", VCSRevision: strings.Repeat("a1", 20), VCSModified: new(bool)}
+}
+
+// fixedKey reads one Ed25519 key, made from a fixed seed, for any path.
+type fixedKey struct{}
+
+func (fixedKey) key() ed25519.PrivateKey {
+	return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+}
+func (k fixedKey) SigningKey(string) (ed25519.PrivateKey, error) { return k.key(), nil }
+func (k fixedKey) TrustedKey(string) (ed25519.PublicKey, error) {
+	return k.key().Public().(ed25519.PublicKey), nil
+}
+
+// workspace is an in-memory workspace holding the shipped fixture.
+type workspace struct {
+	t  *testing.T
+	fs afero.Fs
+	ws *memfs.Workspace
+}
+
+func newWorkspace(t *testing.T) *workspace {
+	t.Helper()
+	fs := afero.NewMemMapFs()
+	for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := path.Join(wsRoot, name)
+		if err := fs.MkdirAll(path.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := afero.WriteFile(fs, p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws, err := memfs.New(fs, wsRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &workspace{t: t, fs: fs, ws: ws}
+}
+
+func (w *workspace) wire(o app.Options) (app.Ports, io.Closer, error) {
+	if o.Workspace != wsRoot {
+		return app.Ports{}, nil, ports.ErrMissing
+	}
+	return app.Ports{
+		Sources: w.ws, Paths: w.ws, Evidence: w.ws, Ledger: w.ws, Keys: fixedKey{},
+		Cancel: w.ws.Marker(o.CancelFile), Clock: porttest.FixedClock(fixedTime), Engine: fixedEngine(),
+	}, nil, nil
+}
+
+// call answers one request through the one-shot transport.
+func (w *workspace) call(request string, args ...string) string {
+	w.t.Helper()
+	var out bytes.Buffer
+	if exit := stdio.Run(context.Background(), append([]string{"--workspace", wsRoot}, args...), strings.NewReader(request), &out, w.wire); exit != 0 {
+		w.t.Fatalf("call failed: %s", out.String())
+	}
+	return out.String()
+}
+
+// analyze commits run id in runs, after inspecting for the digest.
+func (w *workspace) analyze(id string, args ...string) {
+	w.t.Helper()
+	line := w.call(`{"request_id":"i1","tool":"inspect_inputs","arguments":{}}`)
+	_, rest, _ := strings.Cut(line, `"source_digest":"`)
+	digest, _, _ := strings.Cut(rest, `"`)
+	w.call(`{"request_id":"`+id+`","tool":"analyze","arguments":{"expected_source_digest":"`+digest+`"}}`, append([]string{"--output-dir", "runs"}, args...)...)
+}
+
+// report runs tool-runner report with the arguments after the word.
+func (w *workspace) report(args ...string) (stdout, stderr string, exit int) {
+	var out, errOut bytes.Buffer
+	exit = report.Run(context.Background(), append([]string{"--workspace", wsRoot}, args...), &out, &errOut, w.wire)
+	return out.String(), errOut.String(), exit
+}
+
+func (w *workspace) edit(rel string, change func(string) string) {
+	w.t.Helper()
+	p := path.Join(wsRoot, rel)
+	data, err := afero.ReadFile(w.fs, p)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := afero.WriteFile(w.fs, p, []byte(change(string(data))), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// golden compares got with testdata/golden/name, or rewrites it under
+// -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	file := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (run with -update and review the diff):\n%s", name, got)
+	}
+}
+
+func TestPagesMatchTheirGoldenFiles(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(w *workspace) []string // the report's arguments
+		exit  int
+		first string // the page's first line, in Markdown
+	}{
+		{"fixture", func(w *workspace) []string {
+			w.analyze("demo-001")
+			return []string{"--output-dir", "runs", "--run-id", "demo-001"}
+		}, 0, "# Run `demo-001`: verified"},
+		{"signed-ledger", func(w *workspace) []string {
+			w.analyze("signed-001", "--signing-key", "k.pem", "--ledger", "ledger.jsonl")
+			w.call(`{"request_id":"v1","tool":"verify_result","arguments":{"run_id":"signed-001"}}`, "--output-dir", "runs", "--ledger", "ledger.jsonl")
+			return []string{"--output-dir", "runs", "--run-id", "signed-001", "--trusted-key", "k.pub", "--ledger", "ledger.jsonl"}
+		}, 0, "# Run `signed-001`: verified"},
+		{"tampered", func(w *workspace) []string {
+			w.analyze("demo-001")
+			w.edit("runs/demo-001/result.json", func(s string) string {
+				return strings.Replace(s, `"known_subtotal": "140"`, `"known_subtotal": "1400"`, 1)
+			})
+			return []string{"--output-dir", "runs", "--run-id", "demo-001"}
+		}, 1, "# Run `demo-001`: do not rely on this run — `RESULT_TAMPERED`: the bytes of result.json differ from checksums.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			w := newWorkspace(t)
+			args := tt.setup(w)
+			for _, format := range []string{"markdown", "html"} {
+				out, errOut, exit := w.report(append(args, "--format", format)...)
+				is.Equal(exit, tt.exit)
+				is.Equal(errOut, "")
+				is.True(!strings.Contains(out, wsRoot)) // no absolute path
+				ext := map[string]string{"markdown": ".md", "html": ".html"}[format]
+				golden(t, tt.name+ext, out)
+				again, _, _ := w.report(append(args, "--format", format)...)
+				is.Equal(again, out) // deterministic: no time of printing
+				if format == "markdown" {
+					first, _, _ := strings.Cut(out, "\n")
+					is.Equal(first, tt.first) // the verdict first
+					plain, _, _ := w.report(args...)
+					is.Equal(plain, out) // Markdown is the default
+				}
+				if tt.exit != 0 {
+					// No numbers of a run that does not verify.
+					for _, hidden := range []string{"## The numbers", "<h2>The numbers", "Release:", "0.827272727273", "140", "Created at"} {
+						is.True(!strings.Contains(out, hidden))
+					}
+				}
+			}
+		})
+	}
+}
