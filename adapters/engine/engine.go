@@ -101,3 +101,17 @@ func BuildFacts() ports.EngineIdentity {
 	}
 	return id
 }
+
+// Settings returns every build setting Go recorded in this binary, key to
+// value, as "go version -m" lists them (-trimpath, CGO_ENABLED, GOOS,
+// GOARCH, GOAMD64, vcs.revision, …): how to rebuild this engine. Empty
+// when the binary holds no build information.
+func Settings() map[string]string {
+	settings := map[string]string{}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			settings[s.Key] = s.Value
+		}
+	}
+	return settings
+}

@@ -1,8 +1,8 @@
 // Package stdio is the one-shot transport of protocol 1.0 (SPEC §1–§3): it
 // parses the options, reads one request from standard input under the
 // character limit, hands it to the app, writes the one response line and
-// maps the answer to the exit status. It also frames the operator command
-// "tool-runner ledger" (SPEC §11).
+// maps the answer to the exit status. It also frames the operator commands
+// "tool-runner ledger" (SPEC §11) and "tool-runner version" (SPEC §1).
 //
 // It only frames: every check and every code is the app's.
 package stdio
@@ -20,6 +20,7 @@ const Usage = `usage: tool-runner --workspace W [--output-dir O] [--cancel-file 
                    [--ledger L] [--signing-key K] [--trusted-key P]
        tool-runner mcp --workspace W [--output-dir O] [same options]
        tool-runner ledger --workspace W --ledger L
+       tool-runner version
 
 Reads one JSON request on standard input until EOF and writes exactly one
 compact JSON response line on standard output (protocol 1.0).
@@ -38,7 +39,9 @@ Tools: inspect_inputs {}, analyze {"expected_source_digest"}, verify_result {"ru
 Exit status: 0 success, 1 handled error, 3 cancelled. SIGINT and SIGTERM
 cancel the call; it still answers.
 "mcp" serves the same tools over the Model Context Protocol on standard
-input and output; "ledger" checks the ledger's chain.
+input and output; "ledger" checks the ledger's chain; "version" prints the
+engine's SHA256, its build facts and settings as one JSON line (compare it
+with a receipt; docs/engine.md says how to rebuild an engine).
 `
 
 // Exit is the exit status of an answer: 0 success, 3 cancelled, 1 any

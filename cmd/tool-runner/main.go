@@ -1,6 +1,7 @@
 // Command tool-runner runs metricproof's three tools: one call of protocol
 // 1.0 over standard input and output, "tool-runner mcp" for a long-lived
-// MCP server, or "tool-runner ledger" to check the call ledger. See
+// MCP server, "tool-runner ledger" to check the call ledger, or
+// "tool-runner version" for the engine's identity. See
 // README.md and ../../../shared/SPEC.md.
 //
 // This is the composition root: it wires the real-disk adapters into the
@@ -36,7 +37,8 @@ func main() {
 // its next cancel check and still answers.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx := cancelledBySignals()
-	wire := newWire(engine.New())
+	eng := engine.New()
+	wire := newWire(eng)
 	if len(args) == 0 || args[0] != "mcp" {
 		oneShotMemory()
 	} else {
@@ -48,6 +50,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return mcp.Serve(ctx, args[1:], stdin, stdout, stderr, wire, moduleVersion())
 		case "ledger":
 			return stdio.Ledger(args[1:], stdout, wire)
+		case "version":
+			return stdio.Version(args[1:], stdout, stderr, eng, engine.Settings())
 		}
 	}
 	return stdio.Run(ctx, args, stdin, stdout, wire)
