@@ -14,12 +14,12 @@ import (
 // window's edge.
 func TestSumFileIsTheSHA256OfTheBytes(t *testing.T) {
 	dir := t.TempDir()
-	for _, size := range []int{0, 1, window - 1, window, window + 1, 3*window + 5} {
+	for _, size := range []int{0, 1, mib - 1, mib, mib + 1, 3*mib + 5} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			is := is.New(t)
 			data := make([]byte, size)
 			for i := range data {
-				data[i] = byte(i*7 + i/window) // each window's bytes differ
+				data[i] = byte(i*7 + i/mib) // each MiB window's bytes differ
 			}
 			p := filepath.Join(dir, fmt.Sprint(size))
 			is.NoErr(os.WriteFile(p, data, 0o600))
@@ -42,6 +42,9 @@ func TestSumFileOfAMissingFileFails(t *testing.T) {
 	_, err := SumFile(filepath.Join(t.TempDir(), "nope"))
 	is.True(err != nil)
 }
+
+// mib is the size of a mapping window (window, of the unix files).
+const mib = 1 << 20
 
 // BenchmarkSum hashes this test binary (its pages in the page cache, as a
 // running engine's are) the old way, with reads, and through mappings.

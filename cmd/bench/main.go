@@ -38,7 +38,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/metricproof/metricproof/cmd/internal/buildcmd"
@@ -68,10 +67,7 @@ func launch(argv []string) int {
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
-	var rss int64
-	if usage, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = usage.Maxrss // KiB on Linux
-	}
+	rss := exitedRSSKiB(cmd.ProcessState)
 	report := os.NewFile(3, "report")
 	fmt.Fprintf(report, "%d %d\n", wall.Nanoseconds(), rss)
 	report.Close()
