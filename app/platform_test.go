@@ -53,12 +53,15 @@ func TestAPlatformWithoutLocksRefusesAnalyzeAndTheLedgerOnly(t *testing.T) {
 		{"analyze", analyzeReq("r2", digest), []string{"--output-dir", "runs"}, "writing the run in runs failed"},
 		{"inspect with a ledger", inspect("i2"), []string{"--ledger", "ledger.jsonl"}, "the ledger could not be read"},
 	} {
-		r := call(tt.request, append([]string{"--workspace", wsRoot}, tt.args...)...)
-		is.Equal(r.code(), "IO_OR_NUMERIC_ERROR")
-		msg := r.Body.Error.Message
-		is.True(strings.Contains(msg, tt.says))
-		is.True(strings.Contains(msg, "this platform cannot lock files or commit a run atomically"))
-		is.True(strings.Contains(msg, "need Linux or macOS; inspect_inputs and verify_result work here"))
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			r := call(tt.request, append([]string{"--workspace", wsRoot}, tt.args...)...)
+			is.Equal(r.code(), "IO_OR_NUMERIC_ERROR")
+			msg := r.Body.Error.Message
+			is.True(strings.Contains(msg, tt.says))
+			is.True(strings.Contains(msg, "this platform cannot lock files or commit a run atomically"))
+			is.True(strings.Contains(msg, "need Linux or macOS; inspect_inputs and verify_result work here"))
+		})
 	}
 	is.Equal(m.tree(), before) // nothing written
 }
