@@ -352,6 +352,7 @@ func remedies() map[error]string {
 		ports.ErrReadOnly:    "mount it read-write, or choose a place on a writable file system",
 		ports.ErrPermission:  "give the user running tool-runner access there, or choose another place",
 		ports.ErrNameTooLong: "choose a shorter path",
+		ports.ErrPlatform:    "analyze, and any call or check with a ledger, need Linux or macOS; inspect_inputs and verify_result work here",
 	}
 }
 

@@ -77,13 +77,25 @@ type Checksums struct {
 // createdAtLayout writes the receipt's UTC time.
 const createdAtLayout = time.RFC3339Nano
 
-func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, resultSHA256 string, now time.Time) Receipt {
+// BuildOf returns the receipt's build block of the engine id: its facts,
+// null where the build did not record one. "tool-runner version" prints
+// the same facts.
+func BuildOf(id ports.EngineIdentity) Build {
 	optional := func(s string) *string {
 		if s == "" {
 			return nil
 		}
 		return &s
 	}
+	return Build{
+		GoVersion:     optional(id.GoVersion),
+		ModuleVersion: optional(id.ModuleVersion),
+		VCSRevision:   optional(id.VCSRevision),
+		VCSModified:   id.VCSModified,
+	}
+}
+
+func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, resultSHA256 string, now time.Time) Receipt {
 	return Receipt{
 		ProtocolVersion: ProtocolVersion,
 		RunID:           runID,
@@ -93,12 +105,7 @@ func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, result
 		EngineSHA256:    engine.SHA256,
 		ResultSHA256:    resultSHA256,
 		CreatedAt:       now.UTC().Format(createdAtLayout),
-		Build: Build{
-			GoVersion:     optional(engine.GoVersion),
-			ModuleVersion: optional(engine.ModuleVersion),
-			VCSRevision:   optional(engine.VCSRevision),
-			VCSModified:   engine.VCSModified,
-		},
+		Build:           BuildOf(engine),
 	}
 }
 

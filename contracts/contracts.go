@@ -1,8 +1,8 @@
 // Package contracts holds the JSON Schemas of SPEC §12: one draft 2020-12
 // schema for every document metricproof reads or writes (the request, the
 // response and each tool's result, the run files, the signed statement and
-// its envelope, the ledger's records and the ledger check's report), in
-// schemas/<name>.schema.json.
+// its envelope, the ledger's records, the ledger check's report and
+// tool-runner version's line), in schemas/<name>.schema.json.
 //
 // The files are the contract; this package only embeds them, so that code
 // can serve them without a copy written twice: the MCP server derives its

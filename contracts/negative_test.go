@@ -1,9 +1,12 @@
+//go:build unix
+
 package contracts_test
 
 import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +14,9 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/metricproof/metricproof/adapters/engine"
+	"github.com/metricproof/metricproof/adapters/stdio"
 )
 
 // documents runs the program once over the fixture (inspect, a signed
@@ -66,6 +72,11 @@ func documents(t *testing.T) map[string][]byte {
 			docs["error record"] = line
 		}
 	}
+	var version bytes.Buffer
+	if stdio.Version(nil, &version, io.Discard, engine.New(), engine.Settings()) != 0 {
+		t.Fatal("tool-runner version failed")
+	}
+	docs["version"] = bytes.TrimSuffix(version.Bytes(), []byte("\n"))
 	docs["verified report"], _ = r.ledger("--workspace", ws, "--ledger", "calls.jsonl")
 	r.write(ws, "bad.jsonl", "x\n")
 	docs["tampered report"], _ = r.ledger("--workspace", ws, "--ledger", "bad.jsonl")
@@ -280,6 +291,14 @@ func TestSchemasRefuseDocumentsThatBreakThem(t *testing.T) {
 		{"error report with a line", "error report", "ledger-report", set(1, "line")},
 		{"error report with an unknown code", "error report", "ledger-report", set("OOPS", "code")},
 		{"report of another kind", "verified report", "ledger-report", set("unknown", "ledger")},
+		// version
+		{"version with an extra key", "version", "version", set(1, "extra")},
+		{"version without settings", "version", "version", del("settings")},
+		{"version without the build facts", "version", "version", del("vcs_modified")},
+		{"version with an uppercase engine digest", "version", "version", set(bad, "engine_sha256")},
+		{"version with a build block instead of the facts", "version", "version", set(map[string]any{}, "build")},
+		{"version with a setting that is not a string", "version", "version", set(true, "settings", "-trimpath")},
+		{"version with another setting that is not a string", "version", "version", set(1, "settings", "GOAMD64")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

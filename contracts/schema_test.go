@@ -22,7 +22,7 @@ import (
 // wantSchemas are the schemas of SPEC §12, sorted.
 func wantSchemas() []string {
 	return []string{"analyze-result", "attestation", "checksums", "inspect-result", "ledger-record",
-		"ledger-report", "receipt", "request", "response", "statement", "verify-result"}
+		"ledger-report", "receipt", "request", "response", "statement", "verify-result", "version"}
 }
 
 // draft07Keywords are the keywords a schema may keep once its references
@@ -405,6 +405,9 @@ func openObjects(doc any) []string {
 			faults = append(faults, path+": object keywords without type object")
 		case !hasProps:
 			faults = append(faults, path+": an object schema without properties")
+		case stringMap(m["additionalProperties"]):
+			// A map of strings by design (version's settings: the keys
+			// are Go's): open, and every value a string.
 		case m["additionalProperties"] != false:
 			faults = append(faults, path+": an object schema without additionalProperties false")
 		}
@@ -417,6 +420,13 @@ func openObjects(doc any) []string {
 		}
 	})
 	return faults
+}
+
+// stringMap reports whether an additionalProperties value is exactly
+// {"type": "string"}.
+func stringMap(v any) bool {
+	m, ok := v.(map[string]any)
+	return ok && len(m) == 1 && m["type"] == "string"
 }
 
 // narrowsAllOf reports whether m, at path, is a member of an allOf that
@@ -453,7 +463,7 @@ func refFaults(doc any) []string {
 // exactly the files of schemas/, byte for byte, and nothing else.
 func TestSchemaReturnsEveryEmbeddedFileByName(t *testing.T) {
 	is := is.New(t)
-	is.Equal(contracts.SchemaNames(), wantSchemas()) // the eleven schemas of SPEC §12
+	is.Equal(contracts.SchemaNames(), wantSchemas()) // the schemas of SPEC §12, and version (SPEC §1)
 	entries, err := os.ReadDir("schemas")
 	is.NoErr(err)
 	is.Equal(len(entries), len(wantSchemas())) // no stray file in schemas/
@@ -532,6 +542,8 @@ func TestTheStructureChecksFindOpenObjectsAndRefsWithSiblings(t *testing.T) {
 		`{"required": ["a"]}`,
 		`{"anyOf": [{"$ref": "#/$defs/x"}, {"required": ["a"]}]}`,
 		`{"allOf": [{"$ref": "#/$defs/x"}, {"required": ["a"], "properties": {"b": {}}}]}`,
+		`{"type": "object", "properties": {}, "additionalProperties": {"type": "integer"}}`,
+		`{"type": "object", "properties": {}, "additionalProperties": {"type": "string", "minLength": 1, "x": 1}}`,
 	}
 	for _, text := range open {
 		var doc any
@@ -548,6 +560,9 @@ func TestTheStructureChecksFindOpenObjectsAndRefsWithSiblings(t *testing.T) {
 	narrowed := `{"allOf": [{"$ref": "#/$defs/x"}, {"required": ["a"], "description": "d"}]}`
 	is.New(t).NoErr(json.Unmarshal([]byte(narrowed), &doc))
 	is.New(t).Equal(openObjects(doc), []string(nil)) // requiring more of a closed schema keeps it closed
+	stringMap := `{"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}}`
+	is.New(t).NoErr(json.Unmarshal([]byte(stringMap), &doc))
+	is.New(t).Equal(openObjects(doc), []string(nil)) // a map of strings is declared, not open
 
 	for _, text := range []string{
 		`{"$ref": "#/$defs/x", "description": "d"}`,

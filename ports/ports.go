@@ -65,11 +65,15 @@ var (
 	ErrPermission  = errors.New("permission denied")
 	ErrNameTooLong = errors.New("name too long")
 	ErrQuota       = errors.New("disk quota exceeded")
+	// ErrPlatform: the platform cannot take a file lock or commit a run
+	// without replacing (Windows), so analyze and the ledger are refused
+	// there while inspection and verification work.
+	ErrPlatform = errors.New("this platform cannot lock files or commit a run atomically")
 )
 
 // IOCauses returns the causes above.
 func IOCauses() []error {
-	return []error{ErrNoSpace, ErrQuota, ErrReadOnly, ErrPermission, ErrNameTooLong}
+	return []error{ErrNoSpace, ErrQuota, ErrReadOnly, ErrPermission, ErrNameTooLong, ErrPlatform}
 }
 
 // SourceReader reads the fixed source files of the workspace.

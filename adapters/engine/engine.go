@@ -31,7 +31,7 @@ func New() *Self { return &Self{identity: sync.OnceValues(identify)} }
 // of the first is the panic of every call, never a zero identity).
 func (s *Self) Identity() (ports.EngineIdentity, error) { return s.identity() }
 
-// identify hashes the running executable. On Linux it reads
+// identify hashes the running executable (SPEC §6). On Linux it reads
 // /proc/self/exe, which is the image actually running even if the file at
 // its path was replaced since; elsewhere the resolved os.Executable path.
 func identify() (ports.EngineIdentity, error) {
@@ -49,13 +49,35 @@ func identify() (ports.EngineIdentity, error) {
 		}
 	}
 	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	sum, err := sumFile(f)
+	if err != nil {
 		return ports.EngineIdentity{}, err
 	}
 	id := BuildFacts()
-	id.SHA256 = hex.EncodeToString(h.Sum(nil))
+	id.SHA256 = hex.EncodeToString(sum)
 	return id, nil
+}
+
+// SumFile returns the SHA256 of the file at path, read as the engine
+// reads its own executable (a read-only mapping where the platform has
+// one): what "tool-runner version" and the receipt's engine_sha256 are.
+func SumFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return sumFile(f)
+}
+
+// sumRead hashes f with plain reads: the way on platforms without mmap,
+// and for files mmap refuses.
+func sumRead(f *os.File) ([]byte, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
 }
 
 // BuildFacts returns what the Go toolchain recorded in this binary: its Go
@@ -78,4 +100,18 @@ func BuildFacts() ports.EngineIdentity {
 		}
 	}
 	return id
+}
+
+// Settings returns every build setting Go recorded in this binary, key to
+// value, as "go version -m" lists them (-trimpath, CGO_ENABLED, GOOS,
+// GOARCH, GOAMD64, vcs.revision, …): how to rebuild this engine. Empty
+// when the binary holds no build information.
+func Settings() map[string]string {
+	settings := map[string]string{}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			settings[s.Key] = s.Value
+		}
+	}
+	return settings
 }

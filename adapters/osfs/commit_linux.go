@@ -9,19 +9,9 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-// lockNoWait takes an exclusive flock(2) on f without waiting. The kernel
-// drops it when the holder exits, however it exits.
-func lockNoWait(f *os.File) error {
-	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-	if errors.Is(err, unix.EWOULDBLOCK) {
-		return ports.ErrBusy
-	}
-	return err
-}
-
-// renameat2 renames from to to inside dir with RENAME_NOREPLACE: the
-// kernel refuses, atomically, when to exists.
-func renameat2(dir *os.File, from, to string) error {
+// renameNoReplace renames from to to inside dir with renameat2(2)'s
+// RENAME_NOREPLACE: the kernel refuses, atomically, when to exists.
+func renameNoReplace(dir *os.File, from, to string) error {
 	fd := int(dir.Fd())
 	return unix.Renameat2(fd, from, fd, to, unix.RENAME_NOREPLACE)
 }
@@ -40,3 +30,7 @@ func noReplace(err error) error {
 	}
 	return err
 }
+
+// syncFile flushes f to the disk: fsync(2) (os.File.Sync), which on Linux
+// reaches the device.
+func syncFile(f *os.File) error { return f.Sync() }

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package osfs
 
@@ -8,15 +8,15 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-// lockNoWait is not implemented off Linux; the writer refuses to start.
-func lockNoWait(*os.File) error {
+// renameNoReplace is not implemented here: no rename that refuses to
+// replace is known on this platform, so commits fail closed (on Windows
+// canLock has refused the writer before).
+func renameNoReplace(*os.File, string, string) error {
 	return ports.ErrNoReplaceUnsupported
 }
 
-// renameat2 is not implemented off Linux: commits fail closed.
-func renameat2(*os.File, string, string) error {
-	return ports.ErrNoReplaceUnsupported
-}
-
-// noReplace passes errors through: renameat2 already said it all.
+// noReplace passes errors through: renameNoReplace already said it all.
 func noReplace(err error) error { return err }
+
+// syncFile flushes f with fsync(2) (os.File.Sync).
+func syncFile(f *os.File) error { return f.Sync() }

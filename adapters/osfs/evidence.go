@@ -20,6 +20,9 @@ import (
 // OpenWriter implements ports.EvidenceStore.
 func (w *Workspace) OpenWriter(dir string) (_ ports.EvidenceWriter, err error) {
 	defer func() { err = withCause(err) }()
+	if err := canLock(); err != nil {
+		return nil, err // before anything is created
+	}
 	out, created, err := w.createOutput(dir)
 	if err != nil {
 		return nil, err

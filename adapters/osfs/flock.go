@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -109,7 +107,7 @@ type flocked struct {
 	once sync.Once
 }
 
-// lockWithin takes the flock how (LOCK_SH or LOCK_EX) on f, whose gate is
+// lockWithin takes the flock how (lockShared or lockExclusive) on f, whose gate is
 // g, waiting at most wait (then ports.ErrBusy) and ending at once when ctx
 // is done while the wait is another process's (then ctx's error). On
 // success the lock and the turn are the caller's until release; on
@@ -127,11 +125,11 @@ func lockWithin(ctx context.Context, g *gate, f *os.File, how int, wait time.Dur
 		g.leave()
 		return nil, err
 	}
-	err := flock(f, how|unix.LOCK_NB)
+	err := flock(f, how|lockNoBlock)
 	switch {
 	case err == nil:
 		return &flocked{f: f, g: g}, nil
-	case !errors.Is(err, unix.EWOULDBLOCK):
+	case !errors.Is(err, errWouldBlock):
 		return fail(err)
 	case ctx.Err() != nil:
 		return fail(ctx.Err()) // never start a kernel wait for a call already cancelled
@@ -155,7 +153,7 @@ func lockWithin(ctx context.Context, g *gate, f *os.File, how int, wait time.Dur
 	// starts, until it returns and lets go.
 	go func() {
 		if <-done == nil {
-			_ = flock(f, unix.LOCK_UN)
+			_ = flock(f, lockRelease)
 		}
 		f.Close()
 		g.setInKernel(false)
@@ -180,30 +178,10 @@ func (l *flocked) release() error {
 func (l *flocked) unlock() error {
 	var err error
 	l.once.Do(func() {
-		err = flock(l.f, unix.LOCK_UN)
+		err = flock(l.f, lockRelease)
 		l.g.leave()
 	})
 	return err
-}
-
-// flock calls flock(2) on f's descriptor, which stays open meanwhile
-// whatever else closes f, and again when a signal interrupts it.
-func flock(f *os.File, how int) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			if ferr = unix.Flock(int(fd), how); !errors.Is(ferr, unix.EINTR) {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return ferr
 }
 
 // private makes the open lock file f grant nothing to group or others: it

@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -34,6 +32,9 @@ const readLockWait = 10 * time.Second
 // a damaged ledger is refused as it was found, its mode included.
 func (w *Workspace) LastLine(ctx context.Context, rel string) (_ []byte, err error) {
 	defer func() { err = withCause(err) }()
+	if err := canLock(); err != nil {
+		return nil, err
+	}
 	f, err := w.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -45,7 +46,7 @@ func (w *Workspace) LastLine(ctx context.Context, rel string) (_ []byte, err err
 		f.Close()
 		return nil, err
 	}
-	l, err := lockWithin(ctx, w.gateFor(rel), f, unix.LOCK_SH, readLockWait)
+	l, err := lockWithin(ctx, w.gateFor(rel), f, lockShared, readLockWait)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +59,9 @@ func (w *Workspace) LastLine(ctx context.Context, rel string) (_ []byte, err err
 // (the gate queues those before the kernel does).
 func (w *Workspace) Lock(ctx context.Context, rel string, wait time.Duration) (_ ports.HeldLedger, err error) {
 	defer func() { err = withCause(err) }()
+	if err := canLock(); err != nil {
+		return nil, err
+	}
 	created := false
 	f, err := w.root.OpenFile(rel, os.O_RDWR|os.O_APPEND|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -84,7 +88,7 @@ func (w *Workspace) Lock(ctx context.Context, rel string, wait time.Duration) (_
 		f.Close()
 		return nil, err
 	}
-	l, err := lockWithin(ctx, w.gateFor(rel), f, unix.LOCK_EX, wait)
+	l, err := lockWithin(ctx, w.gateFor(rel), f, lockExclusive, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +174,9 @@ func cutBack(f *os.File, size int64, err error) error {
 // longer than maxLedgerLineBytes is handed over cut at that length.
 func (w *Workspace) ScanLedger(rel string, line func([]byte) error) (err error) {
 	defer func() { err = withCause(err) }()
+	if err := canLock(); err != nil {
+		return err
+	}
 	f, err := w.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return classify(err)
@@ -178,7 +185,7 @@ func (w *Workspace) ScanLedger(rel string, line func([]byte) error) (err error) 
 		f.Close()
 		return err
 	}
-	l, err := lockWithin(context.Background(), w.gateFor(rel), f, unix.LOCK_SH, readLockWait)
+	l, err := lockWithin(context.Background(), w.gateFor(rel), f, lockShared, readLockWait)
 	if err != nil {
 		return err
 	}

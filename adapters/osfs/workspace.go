@@ -1,12 +1,19 @@
 // Package osfs adapts the real filesystem: the workspace's sources, the
 // resolution of operator paths, the cancel marker, and the evidence store
-// with its flock(2) writer lock, fsyncs and renameat2(RENAME_NOREPLACE)
-// commit. It is what production runs on.
+// with its flock(2) writer lock, fsyncs and no-replace rename commit. It
+// is what production runs on.
 //
 // Every access goes through an [os.Root] opened on the workspace, so
 // resolution and containment happen in one step, component by component,
-// and a symlink can never lead an operation outside the workspace. The
-// evidence store needs Linux for renameat2; elsewhere it refuses to commit.
+// and a symlink can never lead an operation outside the workspace.
+//
+// The platform's part is in build-tagged files: on Linux the commit is
+// renameat2(RENAME_NOREPLACE) and fsync reaches the disk; on macOS it is
+// renameatx_np(RENAME_EXCL) and every fsync is fcntl(F_FULLFSYNC); both
+// lock with flock(2). Windows has neither flock nor a no-replace rename:
+// the evidence writer and the ledger refuse there (ports.ErrPlatform)
+// before creating anything, while sources and runs are read as anywhere.
+// Other systems lock with flock and fail the commit closed.
 package osfs
 
 import (
@@ -43,8 +50,8 @@ type Workspace struct {
 	mkdir    func(dir *os.Root, name string, perm fs.FileMode) error
 	openFile func(dir *os.Root, name string, flag int, perm fs.FileMode) (*os.File, error)
 	write    func(f *os.File, data []byte) (int, error)
-	sync     func(*os.File) error
-	rename   func(dir *os.File, from, to string) error // renameat2(RENAME_NOREPLACE)
+	sync     func(*os.File) error                      // fsync; F_FULLFSYNC on macOS
+	rename   func(dir *os.File, from, to string) error // renameat2(RENAME_NOREPLACE), renameatx_np(RENAME_EXCL)
 	chmod    func(f *os.File, mode fs.FileMode) error  // fchmod, of the lock files
 
 	// gates queue this process's callers of each ledger's flock, keyed by
@@ -94,8 +101,8 @@ func Open(path string) (_ *Workspace, err error) {
 		mkdir:    (*os.Root).Mkdir,
 		openFile: (*os.Root).OpenFile,
 		write:    (*os.File).Write,
-		sync:     (*os.File).Sync,
-		rename:   renameat2,
+		sync:     syncFile,
+		rename:   renameNoReplace,
 		chmod:    (*os.File).Chmod,
 	}, nil
 }

@@ -1,8 +1,8 @@
 // Package stdio is the one-shot transport of protocol 1.0 (SPEC §1–§3): it
 // parses the options, reads one request from standard input under the
 // character limit, hands it to the app, writes the one response line and
-// maps the answer to the exit status. It also frames the operator command
-// "tool-runner ledger" (SPEC §11).
+// maps the answer to the exit status. It also frames the operator commands
+// "tool-runner ledger" (SPEC §11) and "tool-runner version" (SPEC §1).
 //
 // It only frames: every check and every code is the app's.
 package stdio
@@ -23,6 +23,7 @@ const Usage = `usage: tool-runner --workspace W [--output-dir O] [--cancel-file 
        tool-runner mcp --workspace W [--output-dir O] [same options]
        tool-runner ledger --workspace W --ledger L
        tool-runner report --workspace W --output-dir O --run-id R [--format html]
+       tool-runner version
 
 Reads one JSON request on standard input until EOF and writes exactly one
 compact JSON response line on standard output (protocol 1.0).
@@ -42,7 +43,9 @@ Exit status: 0 success, 1 handled error, 3 cancelled. SIGINT and SIGTERM
 cancel the call; it still answers.
 "mcp" serves the same tools over the Model Context Protocol on standard
 input and output; "ledger" checks the ledger's chain; "report" verifies a
-run and prints its reviewer's page (tool-runner report --help).
+run and prints its reviewer's page (tool-runner report --help); "version"
+prints the engine's SHA256, its build facts and settings as one JSON line
+(compare it with a receipt; docs/engine.md says how to rebuild an engine).
 `
 
 // Exit is the exit status of an answer: 0 success, 3 cancelled, 1 any

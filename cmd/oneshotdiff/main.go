@@ -37,6 +37,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/metricproof/metricproof/cmd/internal/buildcmd"
 )
 
 const usage = `usage: oneshotdiff [-base REV] [-head REV] [-run REGEXP] [-v]
@@ -154,9 +156,7 @@ func buildRevision(repo, rev, dir string) (string, error) {
 // build builds the tool-runner of the module at src into out, with
 // README's build command.
 func build(src, out string) (string, error) {
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/tool-runner")
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd := buildcmd.Command(src, out, "./cmd/tool-runner")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Run(); err != nil {

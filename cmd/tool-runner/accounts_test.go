@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // Another local account against the program's lock files (SPEC §6 and

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // Bursts of real processes on one ledger (SPEC §11, issue 15): waits for

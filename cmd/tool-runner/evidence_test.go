@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // Real-filesystem, real-subprocess tests of analyze's evidence commit

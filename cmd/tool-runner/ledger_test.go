@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // Real-process tests of the call ledger (SPEC §11): one record per call,

@@ -1,8 +1,9 @@
 // Command tool-runner runs metricproof's three tools: one call of protocol
 // 1.0 over standard input and output, "tool-runner mcp" for a long-lived
 // MCP server, "tool-runner ledger" to check the call ledger, or
-// "tool-runner report" for a run's reviewer's page. See
-// README.md and ../../../shared/SPEC.md.
+// "tool-runner report" for a run's reviewer's page, or "tool-runner
+// version" for the engine's identity. See
+// README.md and docs/protocol.md.
 //
 // This is the composition root: it wires the real-disk adapters into the
 // app and hands the command line to the transport it names, nothing more.
@@ -38,7 +39,8 @@ func main() {
 // its next cancel check and still answers.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx := cancelledBySignals()
-	wire := newWire(engine.New())
+	eng := engine.New()
+	wire := newWire(eng)
 	if len(args) == 0 || args[0] != "mcp" {
 		oneShotMemory()
 	} else {
@@ -52,6 +54,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return stdio.Ledger(args[1:], stdout, wire)
 		case "report":
 			return report.Run(ctx, args[1:], stdout, stderr, wire)
+		case "version":
+			return stdio.Version(args[1:], stdout, stderr, eng, engine.Settings())
 		}
 	}
 	return stdio.Run(ctx, args, stdin, stdout, wire)

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // Real-process tests of SPEC §9's Load and strictness bounds: memory

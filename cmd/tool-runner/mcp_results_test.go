@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // SPEC §9's results sized for a model's context and run files as

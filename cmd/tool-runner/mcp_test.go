@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // End-to-end tests of "tool-runner mcp" (SPEC §9): the real binary (this

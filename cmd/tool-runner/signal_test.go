@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // Real-process tests of SIGINT and SIGTERM over the one-shot transport: a

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // Real-process tests of signed evidence (SPEC §10): the key options and

@@ -1,0 +1,52 @@
+package stdio
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/ports"
+)
+
+// VersionLine is what "tool-runner version" prints (SPEC §1,
+// contracts/schemas/version.schema.json): the engine's SHA256 and the
+// receipt's build facts under the receipt's names, so an auditor compares
+// them with a receipt key by key, and every build setting Go recorded, so
+// they know how to rebuild that engine (docs/engine.md).
+type VersionLine struct {
+	EngineSHA256 string `json:"engine_sha256"`
+	app.Build
+	Settings map[string]string `json:"settings"`
+}
+
+// Version runs "tool-runner version"; args are the arguments after it, of
+// which there may be none, and settings are the binary's build settings.
+// Exit 0 with one compact JSON line on stdout. An argument is
+// INVALID_OPTIONS, and an engine that cannot be hashed
+// IO_OR_NUMERIC_ERROR: one line on stderr naming the code, exit 2, as
+// mcp's option faults.
+func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings map[string]string) int {
+	if len(args) > 0 {
+		// The position on the whole command line, never the text.
+		fmt.Fprintf(stderr, "%s: argument 2 is not allowed: tool-runner version takes no arguments\n", app.InvalidOptions)
+		return 2
+	}
+	id, err := eng.Identity()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: the running engine could not be hashed; nothing was printed\n", app.IOOrNumericError)
+		return 2
+	}
+	if settings == nil {
+		settings = map[string]string{}
+	}
+	line, err := json.Marshal(VersionLine{EngineSHA256: id.SHA256, Build: app.BuildOf(id), Settings: settings})
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: the version line could not be encoded\n", app.InternalError)
+		return 2
+	}
+	if err := Write(stdout, append(line, '\n')); err != nil {
+		return 2
+	}
+	return 0
+}

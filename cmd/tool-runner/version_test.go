@@ -1,0 +1,175 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/metricproof/metricproof/cmd/internal/buildcmd"
+	"github.com/metricproof/metricproof/contracts"
+)
+
+// versionSchema compiles contracts/schemas/version.schema.json with the
+// schemas it refers to.
+func versionSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	for _, name := range contracts.SchemaNames() {
+		data, _ := contracts.Schema(name)
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AddResource(contracts.SchemaIDBase+name+".schema.json", doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := c.Compile(contracts.SchemaIDBase + "version.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// versionOf runs "exe version" and checks its line: one compact JSON line
+// on stdout, nothing on stderr, exit 0, valid against its schema, naming
+// the SHA256 of exe's bytes.
+func versionOf(t *testing.T, exe string) (line []byte, v map[string]any) {
+	t.Helper()
+	is := is.New(t)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(exe, "version")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	is.NoErr(cmd.Run()) // exit 0
+	is.Equal(stderr.String(), "")
+	line = stdout.Bytes()
+	is.True(bytes.HasSuffix(line, []byte("\n")) && bytes.Count(line, []byte("\n")) == 1) // one line
+	var compact bytes.Buffer
+	is.NoErr(json.Compact(&compact, line))
+	is.Equal(compact.String(), strings.TrimSuffix(string(line), "\n")) // compact
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(line))
+	is.NoErr(err)
+	if err := versionSchema(t).Validate(doc); err != nil {
+		t.Fatalf("version line %s\n%v", line, err)
+	}
+	is.NoErr(json.Unmarshal(line, &v))
+	data, err := os.ReadFile(exe)
+	is.NoErr(err)
+	sum := sha256.Sum256(data)
+	is.Equal(v["engine_sha256"], hex.EncodeToString(sum[:])) // sha256sum of the binary
+	is.Equal(v["go_version"], runtime.Version())
+	settings := v["settings"].(map[string]any)
+	is.Equal(settings["GOOS"], runtime.GOOS)
+	is.Equal(settings["GOARCH"], runtime.GOARCH)
+	return line, v
+}
+
+func TestVersionNamesTheRunningEngine(t *testing.T) {
+	versionOf(t, runnerPath(t))
+}
+
+// An argument after version is refused as mcp refuses an option fault:
+// one line naming INVALID_OPTIONS on stderr, nothing on stdout, exit 2.
+func TestVersionTakesNoArgument(t *testing.T) {
+	for _, args := range [][]string{{"x"}, {"--help"}, {"--workspace", "."}, {"version"}, {""}, {"/an/absolute/path"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			is := is.New(t)
+			var stdout, stderr bytes.Buffer
+			cmd := exec.Command(runnerPath(t), append([]string{"version"}, args...)...)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			is.True(errors.As(err, &ee))
+			is.Equal(ee.ExitCode(), 2)
+			is.Equal(stdout.String(), "")
+			is.Equal(stderr.String(), "INVALID_OPTIONS: argument 2 is not allowed: tool-runner version takes no arguments\n")
+		})
+	}
+}
+
+func TestHelpNamesTheVersionCommand(t *testing.T) {
+	is := is.New(t)
+	out, err := exec.Command(runnerPath(t), "--help").Output()
+	is.NoErr(err)
+	is.True(strings.Contains(string(out), "tool-runner version\n"))
+}
+
+// Two clones of this commit at different paths, built with README's
+// command, give byte-identical runners (issue 18): one built with this
+// machine's build cache, the other with an empty one of its own, so
+// neither reuses the other's work. Each one's version line is the same and
+// names its bytes, and a run analyzed by one verifies with the other.
+func TestTwoClonesBuildTheSameEngine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the runner twice, once with an empty build cache (about a minute or more)")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed: this test clones the repository's HEAD twice")
+	}
+	is := is.New(t)
+	root := repoRoot(t)
+	rev, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout with a commit (git rev-parse HEAD: %v)", err)
+	}
+	tmp := t.TempDir()
+	var runners []string
+	for i, dir := range []string{filepath.Join(tmp, "a"), filepath.Join(tmp, "elsewhere", "b-at-another-depth")} {
+		src := filepath.Join(dir, "metricproof")
+		for _, args := range [][]string{
+			{"clone", "--quiet", "--no-checkout", root, src},
+			{"-C", src, "checkout", "--quiet", "--detach", strings.TrimSpace(string(rev))},
+		} {
+			if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		exe := filepath.Join(dir, "bin", "tool-runner")
+		cmd := buildcmd.Command(src, exe, "./cmd/tool-runner")
+		if i == 1 {
+			cmd.Env = append(cmd.Env, "GOCACHE="+filepath.Join(tmp, "empty-cache"))
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", buildcmd.Line, err, out)
+		}
+		runners = append(runners, exe)
+	}
+	a, err := os.ReadFile(runners[0])
+	is.NoErr(err)
+	b, err := os.ReadFile(runners[1])
+	is.NoErr(err)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("the two clones built different runners (%d and %d bytes)", len(a), len(b))
+	}
+	lineA, _ := versionOf(t, runners[0])
+	lineB, _ := versionOf(t, runners[1])
+	is.Equal(string(lineA), string(lineB)) // the same version line
+
+	ws := fixture(t)
+	o := callWith(t, runners[0], ws, inspectRequest("i1"), "--workspace", ws)
+	is.Equal(o.exit, 0)
+	digest := o.result()["source_digest"].(string)
+	o = callWith(t, runners[0], ws, analyzeRequest("r1", digest), "--workspace", ws, "--output-dir", "runs")
+	is.Equal(o.exit, 0)
+	o = callWith(t, runners[1], ws, verifyRequest("v1", "r1"), "--workspace", ws, "--output-dir", "runs")
+	if o.exit != 0 {
+		t.Fatalf("the other clone's runner does not verify the run: %s", o.raw)
+	}
+	is.Equal(o.result()["integrity"], "verified")
+	// And the check can fail: the test binary is another engine.
+	o = call(t, ws, verifyRequest("v2", "r1"), "--workspace", ws, "--output-dir", "runs")
+	is.Equal(o.code(), "ENGINE_CHANGED")
+}
