@@ -39,7 +39,7 @@ func layers() map[string]layer {
 		"":          {},
 		"domain":    {internal: []string{"domain"}, external: []string{"github.com/cockroachdb/apd/v3"}},
 		"ports":     {},
-		"app":       {internal: []string{"domain", "ports"}},
+		"app":       {internal: []string{"domain", "ports", "app"}, external: []string{"github.com/go-json-experiment/json"}},
 		"adapters":  {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/spf13/afero", "golang.org/x/sys/unix", "github.com/matryer/is"}},
 		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-json-experiment/json"}},
 		"contracts": {},
@@ -153,6 +153,8 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"domain", module + "/domain", "os"},
 		{"domain", module + "/domain", "time"},
 		{"domain", module + "/domain", "github.com/spf13/afero"},
+		{"domain", module + "/domain", module + "/app/jsonvalue"},
+		{"domain", module + "/domain", "github.com/go-json-experiment/json/jsontext"},
 		{"domain", module + "/domain", module + "/ports"},
 		{"ports", module + "/ports", module + "/app"},
 		{"ports", module + "/ports", module + "/domain"},
@@ -178,7 +180,8 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 	}
 	for _, ok := range []struct{ top, pkg, imp string }{
 		{"domain", module + "/domain", "github.com/cockroachdb/apd/v3"},
-		{"domain", module + "/domain", module + "/domain/strictjson"},
+		{"app", module + "/app", module + "/app/jsonvalue"},
+		{"app", module + "/app/jsonvalue", "github.com/go-json-experiment/json/jsontext"},
 		{"adapters", module + "/adapters/osfs", module + "/adapters/internal/bounded"},
 		{"adapters", module + "/adapters/porttest", module + "/adapters/memfs"},
 		{"cmd", module + "/cmd/tool-runner", module + "/adapters/osfs"},

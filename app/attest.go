@@ -8,8 +8,8 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/metricproof/metricproof/app/jsonvalue"
 	"github.com/metricproof/metricproof/domain"
-	"github.com/metricproof/metricproof/domain/strictjson"
 )
 
 // Signed evidence (SPEC §10): a DSSE envelope around an in-toto Statement
@@ -175,7 +175,7 @@ func decodeBase64(s string) ([]byte, bool) {
 // It returns the envelope and the statement bytes.
 func openEnvelope(data []byte) (Envelope, []byte, error) {
 	bad := found("%s is not a DSSE envelope with one signature over an in-toto statement; do not rely on this run", AttestationFile)
-	v, err := strictjson.Parse(data)
+	v, err := jsonvalue.Parse(data)
 	if err != nil || !hasExactly(v, "payload", "payloadType", "signatures") {
 		return Envelope{}, nil, bad
 	}
@@ -199,7 +199,7 @@ func openEnvelope(data []byte) (Envelope, []byte, error) {
 // bytes, and whose predicate equals the receipt as a JSON value.
 func (a *audit) statementBinds(statement []byte) error {
 	bad := found("the statement in %s is not an in-toto Statement v1 about this run's receipt; do not rely on this run", AttestationFile)
-	v, err := strictjson.Parse(statement)
+	v, err := jsonvalue.Parse(statement)
 	if err != nil || !hasExactly(v, "_type", "subject", "predicateType", "predicate") {
 		return bad
 	}
@@ -224,16 +224,16 @@ func (a *audit) statementBinds(statement []byte) error {
 		}
 	}
 	predicate, _ := v.Get("predicate")
-	receipt, err := strictjson.Parse(a.receipt)
-	if err != nil || !strictjson.Equal(predicate, receipt) {
+	receipt, err := jsonvalue.Parse(a.receipt)
+	if err != nil || !jsonvalue.Equal(predicate, receipt) {
 		return found("the predicate of the statement in %s differs from %s: what was signed is not this receipt; do not rely on this run", AttestationFile, ReceiptFile)
 	}
 	return nil
 }
 
 // hasExactly reports whether v is an object with exactly the keys named.
-func hasExactly(v strictjson.Value, keys ...string) bool {
-	if v.Kind != strictjson.Object || len(v.Members) != len(keys) {
+func hasExactly(v jsonvalue.Value, keys ...string) bool {
+	if v.Kind != jsonvalue.Object || len(v.Members) != len(keys) {
 		return false
 	}
 	for _, k := range keys {

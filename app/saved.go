@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/metricproof/metricproof/app/jsonvalue"
 	"github.com/metricproof/metricproof/domain"
-	"github.com/metricproof/metricproof/domain/strictjson"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -119,7 +119,7 @@ func decodeShape(data []byte, v any) bool {
 	if canonical, err := encodeSaved(v); err == nil && bytes.Equal(canonical, data) {
 		return true
 	}
-	got, err := strictjson.Parse(data)
+	got, err := jsonvalue.Parse(data)
 	if err != nil {
 		return false
 	}
@@ -127,8 +127,8 @@ func decodeShape(data []byte, v any) bool {
 	if err != nil {
 		return false
 	}
-	want, err := strictjson.Parse(again)
-	return err == nil && strictjson.Equal(want, got)
+	want, err := jsonvalue.Parse(again)
+	return err == nil && jsonvalue.Equal(want, got)
 }
 
 // validReceipt checks the receipt's values beyond their JSON types.
