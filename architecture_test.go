@@ -43,6 +43,7 @@ func layers() map[string]layer {
 		"adapters":  {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/spf13/afero", "golang.org/x/sys/unix", "github.com/matryer/is"}},
 		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-json-experiment/json"}},
 		"contracts": {},
+		"internal":  {internal: []string{"internal"}},
 		"cmd":       {anything: true},
 	}
 }
@@ -171,7 +172,11 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/osfs", module + "/app"},
 		{"adapters", module + "/adapters/osfs", module + "/adapters/memfs"},
 		{"adapters", module + "/adapters/osfs", module + "/cmd/tool-runner"},
-		{"internal", module + "/internal/x", "fmt"},
+		{"internal", module + "/internal/testinputs", module + "/domain"},
+		{"internal", module + "/internal/testinputs", "github.com/matryer/is"},
+		{"app", module + "/app", module + "/internal/testinputs"},
+		{"domain", module + "/domain", module + "/internal/testinputs"},
+		{"tools", module + "/tools/x", "fmt"},
 	}
 	for _, tt := range tests {
 		if check(tt.top, tt.pkg, tt.imp) == nil {
@@ -185,6 +190,8 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/osfs", module + "/adapters/internal/bounded"},
 		{"adapters", module + "/adapters/porttest", module + "/adapters/memfs"},
 		{"cmd", module + "/cmd/tool-runner", module + "/adapters/osfs"},
+		{"cmd", module + "/cmd/bench", module + "/internal/testinputs"},
+		{"internal", module + "/internal/testinputs", "encoding/json"},
 		{"adapters", module + "/adapters/stdio", module + "/app"},
 		{"adapters", module + "/adapters/mcp", module + "/app"},
 		{"adapters", module + "/adapters/mcp", module + "/contracts"},

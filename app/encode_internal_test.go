@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/metricproof/metricproof/domain"
-	"github.com/metricproof/metricproof/domain/domaintest"
+	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
 // hostile holds strings with every escape encoding/json writes, and what
@@ -187,11 +187,11 @@ func BenchmarkEncode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := domaintest.ParseMax(data)
+	m, err := testinputs.ParseMax(data)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, rows := range domaintest.BenchmarkRows() {
+	for _, rows := range testinputs.BenchmarkRows() {
 		files, err := m.SourcesAt(rows)
 		if err != nil {
 			b.Fatal(err)

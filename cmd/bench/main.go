@@ -36,7 +36,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/metricproof/metricproof/domain/domaintest"
+	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
 func main() {
@@ -140,7 +140,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 type bench struct {
 	dir, runner, floor, root string
 	keep                     bool
-	description              domaintest.Max
+	description              testinputs.Max
 	contract                 []byte
 }
 
@@ -153,7 +153,7 @@ func newBench(keep bool, runner string) (*bench, error) {
 	if err != nil {
 		return nil, errors.New("run it from the repository's top folder (testdata/max-sources.json not found)")
 	}
-	m, err := domaintest.ParseMax(desc)
+	m, err := testinputs.ParseMax(desc)
 	if err != nil {
 		return nil, err
 	}
