@@ -41,19 +41,28 @@ func (w *jsonOut) options() json.Options {
 	return json.JoinOptions(opts...)
 }
 
-// value appends v's JSON, whose size is about hint. The encoder writes
-// straight into the buffer, and grows it (a copy) whenever less than a
-// quarter of its length is free, so the buffer has that headroom over the
-// hint from the start.
+// value appends v's JSON, whose size is about hint. The encoder flushes
+// its small buffer into w.b every few kilobytes; w.b is grown to the hint
+// once. (Handed a bytes.Buffer, jsontext would write into it directly but
+// keep a quarter of its length free, a quarter more memory.)
 func (w *jsonOut) value(v any, hint int) error {
-	w.b = slices.Grow(w.b, hint+hint/4+4096)
-	buf := bytes.NewBuffer(w.b)
-	enc := jsontext.NewEncoder(buf, w.options())
+	w.b = slices.Grow(w.b, hint)
+	enc := jsontext.NewEncoder((*appender)(&w.b), w.options())
+	start := len(w.b)
 	if err := json.MarshalEncode(enc, v); err != nil {
+		w.b = w.b[:start]
 		return err
 	}
-	w.b = bytes.TrimSuffix(buf.Bytes(), []byte("\n")) // the encoder ends a top-level value with one
+	w.b = bytes.TrimSuffix(w.b, []byte("\n")) // the encoder ends a top-level value with one
 	return nil
+}
+
+// appender is an io.Writer that appends to a byte slice.
+type appender []byte
+
+func (a *appender) Write(p []byte) (int, error) {
+	*a = append(*a, p...)
+	return len(p), nil
 }
 
 // result writes a synthetic-v1 result, keys in result.json's order (its
@@ -109,7 +118,7 @@ func (w *jsonOut) envelope(env *envelope) bool {
 
 // encodeResult writes result.json: the saved layout and one newline.
 func encodeResult(r *domain.Result, sizeHint int) []byte {
-	w := jsonOut{b: make([]byte, 0, sizeHint+sizeHint/4+4096), indent: true}
+	w := jsonOut{b: make([]byte, 0, sizeHint), indent: true}
 	w.result(r)
 	return append(w.b, '\n')
 }
