@@ -140,6 +140,35 @@ func TestTheEncoderWritesWhatEncodingJSONWrites(t *testing.T) {
 	}
 }
 
+// receipt.json, checksums.json and attestation.json are encoding/json's
+// bytes in the saved layout: every escape, absent and present signers,
+// null build facts, nil and empty maps and lists.
+func TestTheSavedFilesAreWhatEncodingJSONWrites(t *testing.T) {
+	for _, s := range hostile() {
+		yes := true
+		docs := []any{
+			Receipt{ProtocolVersion: s, RunID: s, DefinitionID: s, Sources: map[string]string{s: s, "a": s}, SourceDigest: s,
+				EngineSHA256: s, ResultSHA256: s, CreatedAt: s, Build: Build{GoVersion: str(s), VCSModified: &yes}, Signer: &Signer{KeyID: s, PublicKey: s}},
+			Receipt{Sources: map[string]string{}},
+			Receipt{},
+			Checksums{Receipt: s, Result: s},
+			Envelope{Payload: s, PayloadType: s, Signatures: []Signature{{KeyID: s, Sig: s}}},
+			Envelope{Signatures: []Signature{}},
+			Envelope{},
+		}
+		for _, v := range docs {
+			want, err := marshal(v, savedIndent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := encodeSaved(v)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%T of %q (%v):\n got %q\nwant %q", v, s, err, got, want)
+			}
+		}
+	}
+}
+
 // Cutting the lists of a result leaves the result it was cut from whole:
 // the answer's copy is resliced, never the saved result's lists.
 func TestCuttingLeavesTheCompleteResultWhole(t *testing.T) {

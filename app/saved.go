@@ -32,8 +32,15 @@ const MaxSavedBytes = 4 << 20
 // bytes, which is what makes result.json reproducible.
 const savedIndent = "  "
 
-// encodeSaved encodes v in the saved layout.
-func encodeSaved(v any) ([]byte, error) { return marshal(v, savedIndent) }
+// encodeSaved encodes v in the saved layout, by JSON v2 (encode.go), or by
+// encoding/json when v2 refuses it (a string that is not UTF-8).
+func encodeSaved(v any) ([]byte, error) {
+	w := jsonOut{indent: true}
+	if w.value(v, 1024) != nil {
+		return marshal(v, savedIndent)
+	}
+	return append(w.b, '\n'), nil
+}
 
 // Receipt binds a run to its sources, engine and result.
 type Receipt struct {
