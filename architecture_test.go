@@ -39,11 +39,12 @@ func layers() map[string]layer {
 		"":          {},
 		"domain":    {internal: []string{"domain"}, external: []string{"github.com/cockroachdb/apd/v3"}},
 		"ports":     {},
-		"app":       {internal: []string{"domain", "ports", "app"}},
-		"pure":      {internal: []string{"domain", "app"}},
+		"app":       {internal: []string{"domain", "ports", "app"}, external: []string{"github.com/go-json-experiment/json"}},
+		"pure":      {internal: []string{"domain", "app"}, external: []string{"github.com/go-json-experiment/json"}},
 		"adapters":  {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/spf13/afero", "golang.org/x/sys/unix", "github.com/matryer/is"}},
 		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-json-experiment/json"}},
 		"contracts": {},
+		"internal":  {internal: []string{"internal"}},
 		"cmd":       {anything: true},
 	}
 }
@@ -65,7 +66,7 @@ const cliPackage = module + "/adapters/cli"
 // imports time to parse a record's), the domain and one another, never the
 // app, the ports or a module.
 func purePackages() []string {
-	return []string{module + "/app/attest", module + "/app/ledger", module + "/app/protocol"}
+	return []string{module + "/app/attest", module + "/app/jsonvalue", module + "/app/ledger", module + "/app/protocol"}
 }
 
 // layerOf names the row of the table a package's folder belongs to.
@@ -175,6 +176,8 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"domain", module + "/domain", "os"},
 		{"domain", module + "/domain", "time"},
 		{"domain", module + "/domain", "github.com/spf13/afero"},
+		{"domain", module + "/domain", module + "/app/jsonvalue"},
+		{"domain", module + "/domain", "github.com/go-json-experiment/json/jsontext"},
 		{"domain", module + "/domain", module + "/ports"},
 		{"ports", module + "/ports", module + "/app"},
 		{"ports", module + "/ports", module + "/domain"},
@@ -195,7 +198,6 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/report", module + "/adapters/memfs"},
 		{"adapters", module + "/adapters/stdio", module + "/adapters/report"},
 		{"adapters", module + "/adapters/report", "github.com/spf13/afero"},
-		{"internal", module + "/internal/x", "fmt"},
 		{"adapters", module + "/adapters/osfs", cliPackage},
 		{"adapters", cliPackage, module + "/adapters/stdio"},
 		{"app", module + "/app", cliPackage},
@@ -208,6 +210,11 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"app", module + "/app/ledger", module + "/ports"},
 		{"app", module + "/app/protocol", module + "/app"},
 		{"app", module + "/app/protocol", "time"},
+		{"internal", module + "/internal/testinputs", module + "/domain"},
+		{"internal", module + "/internal/testinputs", "github.com/matryer/is"},
+		{"app", module + "/app", module + "/internal/testinputs"},
+		{"domain", module + "/domain", module + "/internal/testinputs"},
+		{"tools", module + "/tools/x", "fmt"},
 	}
 	for _, tt := range tests {
 		if check(tt.top, tt.pkg, tt.imp) == nil {
@@ -216,10 +223,13 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 	}
 	for _, ok := range []struct{ top, pkg, imp string }{
 		{"domain", module + "/domain", "github.com/cockroachdb/apd/v3"},
-		{"domain", module + "/domain", module + "/domain/strictjson"},
+		{"app", module + "/app", module + "/app/jsonvalue"},
+		{"app", module + "/app/jsonvalue", "github.com/go-json-experiment/json/jsontext"},
 		{"adapters", module + "/adapters/osfs", module + "/adapters/internal/bounded"},
 		{"adapters", module + "/adapters/porttest", module + "/adapters/memfs"},
 		{"cmd", module + "/cmd/tool-runner", module + "/adapters/osfs"},
+		{"cmd", module + "/cmd/bench", module + "/internal/testinputs"},
+		{"internal", module + "/internal/testinputs", "encoding/json"},
 		{"adapters", module + "/adapters/stdio", module + "/app"},
 		{"adapters", module + "/adapters/mcp", module + "/app"},
 		{"adapters", module + "/adapters/mcp", module + "/contracts"},

@@ -68,7 +68,7 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string, enc
 					compact <- nil // the answer encodes it again, and meets the panic there
 				}
 			}()
-			w := jsonOut{b: make([]byte, 0, resultSizeHint(&result, false))}
+			w := jsonOut{} // sized by the encoder
 			w.result(&result)
 			compact <- w.b
 		}()

@@ -5,11 +5,11 @@ import (
 	"testing"
 
 	"github.com/metricproof/metricproof/domain"
-	"github.com/metricproof/metricproof/domain/domaintest"
+	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
 // Whole-call benchmarks in memory, at each size of
-// domaintest.BenchmarkRows (the maximum inputs last), each next to a
+// testinputs.BenchmarkRows (the maximum inputs last), each next to a
 // baseline that only reads the four sources through the port and hashes
 // them; quote the tools as ratios of it. MB/s is over the source bytes.
 // The stages (parse, compute, hash) are benchmarked in ../domain, the
@@ -27,7 +27,7 @@ func sourceBytes(files map[string][]byte) int64 {
 
 // bySize runs bench at every benchmark size.
 func bySize(b *testing.B, bench func(b *testing.B, files map[string][]byte)) {
-	for _, rows := range domaintest.BenchmarkRows() {
+	for _, rows := range testinputs.BenchmarkRows() {
 		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
 			files := sourcesAt(b, rows)
 			b.SetBytes(sourceBytes(files))

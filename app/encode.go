@@ -1,423 +1,118 @@
 package app
 
 import (
+	"bytes"
 	"slices"
-	"strconv"
-	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/metricproof/metricproof/domain"
 )
 
-// jsonOut appends JSON byte for byte as encoding/json writes it without
-// HTML escaping: compact, or indented by two spaces with no prefix (the
-// saved layout). It writes the documents that are large or on every
-// answer (the response object, its results, result.json) in one pass with
-// no reflection and little allocation; the small saved files stay with
-// encoding/json. Tests hold the two to the same bytes.
+// jsonOut writes the program's JSON with JSON v2, byte for byte as
+// encoding/json writes it without HTML escaping: compact (the response
+// line), or indented by two spaces with no prefix (the saved layout).
 type jsonOut struct {
 	b      []byte
 	indent bool
-	depth  int
-	// empty reports that the innermost container has no element yet.
-	empty bool
 	// encodedResult, when not nil, is the compact JSON of the envelope's
 	// result, written as it is.
 	encodedResult []byte
 }
 
-func (w *jsonOut) newline() {
-	if !w.indent {
-		return
+// options are JSON v2's settings for encoding/json's bytes: map keys
+// sorted, nil slices and maps as null, omitempty by Go's zero values,
+// U+2028 and U+2029 escaped; and the saved layout's indentation. Invalid
+// UTF-8 stays refused (v2's default): v2 would write U+FFFD as it is where
+// encoding/json writes \ufffd, so such a document goes to encoding/json.
+func (w *jsonOut) options() json.Options {
+	opts := []json.Options{
+		json.Deterministic(true),
+		json.FormatNilSliceAsNull(true),
+		json.FormatNilMapAsNull(true),
+		jsonv1.OmitEmptyWithLegacySemantics(true),
+		jsontext.EscapeForJS(true),
 	}
-	w.b = append(w.b, '\n')
-	for range w.depth {
-		w.b = append(w.b, ' ', ' ')
-	}
-}
-
-// open starts an object ('{') or an array ('[').
-func (w *jsonOut) open(c byte) {
-	w.b = append(w.b, c)
-	w.depth++
-	w.empty = true
-}
-
-// close ends the innermost container: "{}" or "[]" when it is empty.
-func (w *jsonOut) close(c byte) {
-	w.depth--
-	if !w.empty {
-		w.newline()
-	}
-	w.b = append(w.b, c)
-	w.empty = false
-}
-
-// elem starts the next element of an array.
-func (w *jsonOut) elem() {
-	if !w.empty {
-		w.b = append(w.b, ',')
-	}
-	w.newline()
-	w.empty = false
-}
-
-// key starts the next member of an object.
-func (w *jsonOut) key(k string) {
-	w.elem()
-	w.str(k)
-	w.b = append(w.b, ':')
 	if w.indent {
-		w.b = append(w.b, ' ')
+		opts = append(opts, jsontext.WithIndent("  "))
 	}
+	return json.JoinOptions(opts...)
 }
 
-func (w *jsonOut) null() { w.b = append(w.b, "null"...) }
-
-func (w *jsonOut) boolean(v bool) { w.b = strconv.AppendBool(w.b, v) }
-
-func (w *jsonOut) integer(v int64) { w.b = strconv.AppendInt(w.b, v, 10) }
-
-func (w *jsonOut) optional(s *string) {
-	if s == nil {
-		w.null()
-		return
+// value appends v's JSON, whose size is about hint. The encoder flushes
+// its small buffer into w.b every few kilobytes; w.b is grown to the hint
+// once. (Handed a bytes.Buffer, jsontext would write into it directly but
+// keep a quarter of its length free, a quarter more memory.)
+func (w *jsonOut) value(v any, hint int) error {
+	w.b = slices.Grow(w.b, hint)
+	enc := jsontext.NewEncoder((*appender)(&w.b), w.options())
+	start := len(w.b)
+	if err := json.MarshalEncode(enc, v); err != nil {
+		w.b = w.b[:start]
+		return err
 	}
-	w.str(*s)
+	w.b = bytes.TrimSuffix(w.b, []byte("\n")) // the encoder ends a top-level value with one
+	return nil
 }
 
-// strs writes a list of strings; a nil list is null, as encoding/json has
-// it.
-func (w *jsonOut) strs(list []string) {
-	if list == nil {
-		w.null()
-		return
-	}
-	w.open('[')
-	for _, s := range list {
-		w.elem()
-		w.str(s)
-	}
-	w.close(']')
+// appender is an io.Writer that appends to a byte slice.
+type appender []byte
+
+func (a *appender) Write(p []byte) (int, error) {
+	*a = append(*a, p...)
+	return len(p), nil
 }
 
-const hexDigits = "0123456789abcdef"
-
-// plainString reports whether s holds only printable ASCII other than '"'
-// and '\\', which JSON writes as they are; it looks at eight bytes at a
-// time.
-func plainString(s string) bool {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		quote := x ^ ('"' * ones)
-		slash := x ^ ('\\' * ones)
-		// A byte is special when it is ≥ 0x80, < 0x20, '"' or '\\'.
-		if (x|(x-0x20*ones)|(quote-ones)&^quote|(slash-ones)&^slash)&highs != 0 {
-			return false
-		}
-	}
-	for ; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
-// str writes s as a JSON string with the escapes encoding/json uses: \" \\
-// \b \f \n \r \t, \u00XX for other control bytes, \ufffd for invalid
-// UTF-8, and \u2028 and \u2029; nothing else, and no HTML escape.
-func (w *jsonOut) str(s string) {
-	w.b = append(w.b, '"')
-	if plainString(s) { // IDs, digests, money: nothing to escape
-		w.b = append(w.b, s...)
-		w.b = append(w.b, '"')
-		return
-	}
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			w.b = append(w.b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				w.b = append(w.b, '\\', c)
-			case '\b':
-				w.b = append(w.b, '\\', 'b')
-			case '\f':
-				w.b = append(w.b, '\\', 'f')
-			case '\n':
-				w.b = append(w.b, '\\', 'n')
-			case '\r':
-				w.b = append(w.b, '\\', 'r')
-			case '\t':
-				w.b = append(w.b, '\\', 't')
-			default:
-				w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			w.b = append(w.b, s[start:i]...)
-			w.b = append(w.b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			w.b = append(w.b, s[start:i]...)
-			w.b = append(w.b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	w.b = append(w.b, s[start:]...)
-	w.b = append(w.b, '"')
-}
-
-// result writes a synthetic-v1 result, keys in result.json's order.
+// result writes a synthetic-v1 result, keys in result.json's order (its
+// fields'). v2 refuses only a string that is not UTF-8, which the sources'
+// rules never let through; encoding/json writes it then.
 func (w *jsonOut) result(r *domain.Result) {
-	w.open('{')
-	w.key("definition_id")
-	w.str(r.DefinitionID)
-	w.key("source_digest")
-	w.str(r.SourceDigest)
-	w.key("synthetic")
-	w.boolean(r.Synthetic)
-
-	c := &r.Conversion
-	w.key("conversion")
-	w.open('{')
-	w.key("successes")
-	w.integer(c.Successes)
-	w.key("eligible")
-	w.integer(c.Eligible)
-	w.key("rate")
-	w.optional(c.Rate)
-	w.key("method")
-	w.str(c.Method)
-	w.close('}')
-
-	rev := &r.Revenue
-	w.key("revenue")
-	w.open('{')
-	w.key("units")
-	w.str(rev.Units)
-	w.key("known_subtotal")
-	w.str(rev.KnownSubtotal)
-	w.key("known_rows")
-	w.integer(int64(rev.KnownRows))
-	w.key("total_rows")
-	w.integer(int64(rev.TotalRows))
-	w.key("complete_total")
-	w.optional(rev.CompleteTotal)
-	w.key("contributions")
-	if rev.Contributions == nil {
-		w.null()
-	} else {
-		w.open('[')
-		for i := range rev.Contributions {
-			k := &rev.Contributions[i]
-			w.elem()
-			w.open('{')
-			w.key("transaction_id")
-			w.str(k.TransactionID)
-			w.key("net_revenue")
-			w.optional(k.NetRevenue)
-			w.close('}')
-		}
-		w.close(']')
-	}
-	w.close('}')
-
-	j := &r.CustomerJoin
-	w.key("customer_join")
-	w.open('{')
-	w.key("status")
-	w.str(j.Status)
-	w.key("duplicate_keys")
-	w.strs(j.DuplicateKeys)
-	w.key("unmatched_keys")
-	w.strs(j.UnmatchedKeys)
-	w.key("joined_output")
-	w.str(j.JoinedOutput)
-	w.close('}')
-
-	w.key("release")
-	w.open('{')
-	w.key("eligible")
-	w.boolean(r.Release.Eligible)
-	w.key("blockers")
-	w.blockers(r.Release.Blockers)
-	w.key("human_approval")
-	w.str(r.Release.HumanApproval)
-	w.close('}')
-	w.close('}')
-}
-
-func (w *jsonOut) blockers(list []domain.Blocker) {
-	if list == nil {
-		w.null()
+	start := len(w.b)
+	if w.value(r, resultSizeHint(r, w.indent)) == nil {
 		return
 	}
-	w.open('[')
-	for i := range list {
-		b := &list[i]
-		w.elem()
-		w.open('{')
-		w.key("code")
-		w.str(b.Code)
-		w.key("message")
-		w.str(b.Message)
-		w.key("subjects")
-		w.strs(b.Subjects)
-		w.close('}')
+	indent := ""
+	if w.indent {
+		indent = savedIndent
 	}
-	w.close(']')
-}
-
-func (w *jsonOut) inspectResult(r *InspectResult) {
-	w.open('{')
-	w.key("source_digest")
-	w.str(r.SourceDigest)
-	w.key("sources")
-	if r.Sources == nil {
-		w.null()
-	} else {
-		w.open('{')
-		names := make([]string, 0, len(r.Sources))
-		for name := range r.Sources {
-			names = append(names, name)
-		}
-		slices.Sort(names) // encoding/json sorts map keys
-		for _, name := range names {
-			w.key(name)
-			w.str(r.Sources[name])
-		}
-		w.close('}')
+	data, err := marshal(r, indent)
+	if err != nil {
+		panic(err) // a result holds strings, integers and lists only
 	}
-	w.key("definition_id")
-	w.str(r.DefinitionID)
-	w.key("row_counts")
-	w.open('{')
-	w.key("customers")
-	w.integer(int64(r.RowCounts.Customers))
-	w.key("groups")
-	w.integer(int64(r.RowCounts.Groups))
-	w.key("transactions")
-	w.integer(int64(r.RowCounts.Transactions))
-	w.close('}')
-	w.key("release_blockers")
-	w.blockers(r.ReleaseBlockers)
-	w.close('}')
+	w.b = append(w.b[:start], bytes.TrimSuffix(data, []byte("\n"))...)
 }
 
-func (w *jsonOut) verifyResult(r *VerifyResult) {
-	w.open('{')
-	w.key("run_id")
-	w.str(r.RunID)
-	w.key("integrity")
-	w.str(r.Integrity)
-	w.key("source_digest")
-	w.str(r.SourceDigest)
-	w.key("release_eligible")
-	w.boolean(r.ReleaseEligible)
-	w.key("human_approval")
-	w.str(r.HumanApproval)
-	w.key("checks")
-	w.strs(r.Checks)
-	w.close('}')
-}
+// resultMember is how the envelope's result member starts when its value
+// is null.
+const resultMember = `"result":null`
 
-// envelope writes the response object; it reports false for a result of
-// a type it does not know, which encoding/json then writes instead.
+// envelope writes the response object; it reports false when v2 cannot
+// encode it, which encoding/json then tries. A result whose compact JSON
+// is encodedResult (analyze encodes it while its commit waits on fsync) is
+// copied in, not encoded again: the envelope is encoded with a null
+// result, and encodedResult takes the null's place. That member is the
+// sixth, after five that hold strings, null or a boolean and no object, so
+// the first "result":null of the line is it.
 func (w *jsonOut) envelope(env *envelope) bool {
-	w.open('{')
-	w.key("protocol_version")
-	w.str(env.ProtocolVersion)
-	w.key("request_id")
-	w.optional(env.RequestID)
-	w.key("ok")
-	w.boolean(env.OK)
-	w.key("status")
-	w.str(env.Status)
-	w.key("tool")
-	w.optional(env.Tool)
-	w.key("result")
-	switch r := env.Result.(type) {
-	case nil:
-		w.null()
-	case domain.Result:
-		if w.encodedResult != nil && !w.indent {
-			w.b = append(w.b, w.encodedResult...)
-			break
-		}
-		w.result(&r)
-	case InspectResult:
-		w.inspectResult(&r)
-	case VerifyResult:
-		w.verifyResult(&r)
-	default:
+	if _, ok := env.Result.(domain.Result); !ok || w.encodedResult == nil || w.indent {
+		return w.value(env, answerSizeHint(env.Result)) == nil
+	}
+	e := *env
+	e.Result = nil
+	start := len(w.b)
+	if w.value(&e, 2048) != nil {
 		return false
 	}
-	w.key("error")
-	if env.Error == nil {
-		w.null()
-	} else {
-		w.open('{')
-		w.key("code")
-		w.str(string(env.Error.Code))
-		w.key("message")
-		w.str(env.Error.Message)
-		w.key("retryable")
-		w.boolean(env.Error.Retryable)
-		w.close('}')
+	line := w.b[start:]
+	i := bytes.Index(line, []byte(resultMember))
+	if i < 0 {
+		return false
 	}
-	w.key("artifacts")
-	w.open('{')
-	for _, a := range [...]struct{ name, path string }{
-		{"result", env.Artifacts.Result}, {"receipt", env.Artifacts.Receipt},
-		{"checksums", env.Artifacts.Checksums}, {"attestation", env.Artifacts.Attestation},
-	} {
-		if a.path != "" { // omitempty
-			w.key(a.name)
-			w.str(a.path)
-		}
-	}
-	w.close('}')
-	v := &env.Verification
-	w.key("verification")
-	w.open('{')
-	w.key("native_bi")
-	w.str(v.NativeBI)
-	w.key("host_cancellation")
-	w.str(v.HostCancellation)
-	w.key("os_sandbox")
-	w.str(v.OSSandbox)
-	w.key("real_model_quality")
-	w.str(v.RealModelQuality)
-	w.key("human_review")
-	w.str(v.HumanReview)
-	w.close('}')
-	if env.Truncated != nil {
-		w.key("truncated")
-		w.truncation(*env.Truncated)
-	}
-	w.close('}')
+	i += len(`"result":`)
+	rest := string(line[i+len("null"):])
+	w.b = append(append(w.b[:start+i], w.encodedResult...), rest...)
 	return true
 }
 

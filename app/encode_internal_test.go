@@ -7,10 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
-	"github.com/metricproof/metricproof/domain/domaintest"
+	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
 // hostile holds strings with every escape encoding/json writes, and what
@@ -22,7 +23,7 @@ func hostile() []string {
 	}
 	return []string{
 		"", "T1", `"quoted" \back\slash`, controls.String(), "\x7f", "a\xffb\xc3", "\xe2\x80\xa8 \xe2\x80\xa9",
-		"<script>&amp;</script>", "héllo wörld ✓ 😀", "\u00a0\ufeff", strings.Repeat("x", 300),
+		"<script>&amp;</script>", "héllo wörld ✓ 😀", "\u00a0\ufeff", strings.Repeat("x", 300), `"result":null`,
 	}
 }
 
@@ -107,10 +108,21 @@ func checkSame(t *testing.T, s string, n int, nilLists bool) {
 			}
 			w := jsonOut{}
 			if !w.envelope(&env) {
-				t.Fatalf("the encoder does not know %T", result)
+				if utf8.ValidString(s) {
+					t.Fatalf("JSON v2 refused a response of %T around %q", result, s)
+				}
+				continue // encoding/json writes it (TestAResponseThatIsNotUTF8GoesToEncodingJSON)
 			}
 			if !bytes.Equal(append(w.b, '\n'), want) {
 				t.Fatalf("response of %T %q:\n got %q\nwant %q", result, s, w.b, want)
+			}
+			if r, ok := result.(domain.Result); ok { // analyze's result, encoded beforehand
+				compact := jsonOut{}
+				compact.result(&r)
+				w := jsonOut{encodedResult: compact.b}
+				if !w.envelope(&env) || !bytes.Equal(append(w.b, '\n'), want) {
+					t.Fatalf("response around an encoded result %q:\n got %q\nwant %q", s, w.b, want)
+				}
 			}
 		}
 	}
@@ -124,6 +136,46 @@ func TestTheEncoderWritesWhatEncodingJSONWrites(t *testing.T) {
 		for _, n := range []int{0, 1, 2, 5} {
 			for _, nilLists := range []bool{false, true} {
 				checkSame(t, s, n, nilLists)
+			}
+		}
+	}
+}
+
+// receipt.json, checksums.json and attestation.json are encoding/json's
+// bytes in the saved layout: every escape, absent and present signers,
+// null build facts, nil and empty maps and lists.
+func TestTheSavedFilesAreWhatEncodingJSONWrites(t *testing.T) {
+	// The shape of app/attest's DSSE envelope, which attest encodes
+	// through encodeSaved (its type is its own).
+	type Signature struct {
+		KeyID string `json:"keyid"`
+		Sig   string `json:"sig"`
+	}
+	type Envelope struct {
+		Payload     string      `json:"payload"`
+		PayloadType string      `json:"payloadType"`
+		Signatures  []Signature `json:"signatures"`
+	}
+	for _, s := range hostile() {
+		yes := true
+		docs := []any{
+			Receipt{ProtocolVersion: s, RunID: s, DefinitionID: s, Sources: map[string]string{s: s, "a": s}, SourceDigest: s,
+				EngineSHA256: s, ResultSHA256: s, CreatedAt: s, Build: Build{GoVersion: str(s), VCSModified: &yes}, Signer: &Signer{KeyID: s, PublicKey: s}},
+			Receipt{Sources: map[string]string{}},
+			Receipt{},
+			Checksums{Receipt: s, Result: s},
+			Envelope{Payload: s, PayloadType: s, Signatures: []Signature{{KeyID: s, Sig: s}}},
+			Envelope{Signatures: []Signature{}},
+			Envelope{},
+		}
+		for _, v := range docs {
+			want, err := marshal(v, savedIndent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := encodeSaved(v)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%T of %q (%v):\n got %q\nwant %q", v, s, err, got, want)
 			}
 		}
 	}
@@ -156,16 +208,30 @@ func TestCuttingLeavesTheCompleteResultWhole(t *testing.T) {
 	}
 }
 
-// A result type the encoder does not know goes to encoding/json.
-func TestAnUnknownResultFallsBackToEncodingJSON(t *testing.T) {
-	env := sampleEnvelopes("x", struct{ A int }{1})[0]
+// A response JSON v2 refuses, one holding a string that is not UTF-8,
+// goes to encoding/json, which writes \ufffd for each bad byte as the
+// protocol always has; any other result type v2 writes.
+func TestAResponseThatIsNotUTF8GoesToEncodingJSON(t *testing.T) {
+	env := sampleEnvelopes("a\xffb", nil)[1]
 	w := jsonOut{}
 	if w.envelope(&env) {
-		t.Fatal("the encoder claimed a type it does not know")
+		t.Fatal("JSON v2 wrote a string that is not UTF-8")
 	}
-	a := outcome{call: call{Call: protocol.Call{ID: "x", IDHeard: true}}, result: struct{ A int }{1}}.answer()
-	if !bytes.Contains(a.JSON, []byte(`"result":{"A":1}`)) {
+	a := outcome{call: call{Call: protocol.Call{ID: "x", IDHeard: true}}, err: &Error{Code: InvalidRequest, Message: "a\xffb"}}.answer()
+	if !bytes.Contains(a.JSON, []byte(`"message":"a\ufffdb"`)) {
 		t.Fatalf("no fallback: %s", a.JSON)
+	}
+	r := sampleResult("a\xffb", 1, false)
+	want, err := marshal(r, savedIndent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := encodeResult(&r, 0); !bytes.Equal(got, want) {
+		t.Fatalf("result.json not encoding/json's:\n got %q\nwant %q", got, want)
+	}
+	env = sampleEnvelopes("x", struct{ A int }{1})[0]
+	if !w.envelope(&env) || !bytes.Contains(w.b, []byte(`"result":{"A":1}`)) {
+		t.Fatalf("an unknown result type: %s", w.b)
 	}
 }
 
@@ -184,28 +250,8 @@ func FuzzEncoderMatchesEncodingJSON(f *testing.F) {
 // in the saved layout, and the analyze response around it, at each
 // benchmark size; MB/s over the bytes written.
 func BenchmarkEncode(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "max-sources.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := domaintest.ParseMax(data)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, rows := range domaintest.BenchmarkRows() {
-		files, err := m.SourcesAt(rows)
-		if err != nil {
-			b.Fatal(err)
-		}
-		files[domain.DefinitionsFile] = []byte(domain.Contract)
-		in, err := domain.ParseSources(files)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err := domain.Compute(in, strings.Repeat("0", 64))
-		if err != nil {
-			b.Fatal(err)
-		}
+	for _, rows := range testinputs.BenchmarkRows() {
+		r := benchResult(b, rows)
 		b.Run(fmt.Sprintf("result.json/rows=%d", rows), func(b *testing.B) {
 			b.SetBytes(int64(len(encodeResult(&r, 0))))
 			b.ReportAllocs()
@@ -222,4 +268,30 @@ func BenchmarkEncode(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchResult is the computed result of the maximum inputs' first rows.
+func benchResult(b testing.TB, rows int) domain.Result {
+	b.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "max-sources.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := testinputs.ParseMax(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	files, err := m.SourcesAt(rows)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := domain.ParseSources(files)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := domain.Compute(in, strings.Repeat("0", 64))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
 }

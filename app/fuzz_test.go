@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/metricproof/metricproof/app"
-	"github.com/metricproof/metricproof/domain/strictjson/strictjsontest"
+	"github.com/metricproof/metricproof/app/jsonvalue/jsonvaluetest"
 )
 
 // The fuzz targets of this file hold the whole app, through the one-shot
@@ -83,7 +83,7 @@ func expectAnswer(data []byte, digest string) answer {
 		// transport's choice; either answer keeps the promise.
 		return answer{codes: []string{"INVALID_JSON", "REQUEST_LIMIT"}}
 	}
-	v, err := strictjsontest.Decode(data)
+	v, err := jsonvaluetest.Decode(data)
 	if err != nil {
 		return answer{codes: []string{"INVALID_JSON"}}
 	}
@@ -293,18 +293,18 @@ func memTree(t *testing.T, m *memWorkspace) map[string]string {
 // shape (checked for shape only). It must when, besides, the build facts
 // are the original's: then only created_at or the layout changed.
 func judgeReceipt(data, original []byte) (may, must bool) {
-	got, err := strictjsontest.Decode(data)
+	got, err := jsonvaluetest.Decode(data)
 	if err != nil {
 		return false, false
 	}
-	want, _ := strictjsontest.Decode(original)
+	want, _ := jsonvaluetest.Decode(original)
 	g, ok := got.(map[string]any)
 	w := want.(map[string]any)
 	if !ok || !slices.Equal(slices.Sorted(maps.Keys(g)), slices.Sorted(maps.Keys(w))) {
 		return false, false
 	}
 	for _, k := range []string{"protocol_version", "run_id", "definition_id", "sources", "source_digest", "engine_sha256", "result_sha256"} {
-		if !strictjsontest.Equal(g[k], w[k]) {
+		if !jsonvaluetest.Equal(g[k], w[k]) {
 			return false, false
 		}
 	}
@@ -335,7 +335,7 @@ func judgeReceipt(data, original []byte) (may, must bool) {
 			return false, false
 		}
 	}
-	return true, strictjsontest.Equal(g["build"], w["build"])
+	return true, jsonvaluetest.Equal(g["build"], w["build"])
 }
 
 // FuzzVerifySavedFiles damages one saved file of a committed run with fuzz
@@ -374,7 +374,7 @@ func FuzzVerifySavedFiles(f *testing.F) {
 			}
 		}
 		same := bytes.Equal(data, originals[mode])
-		strict := strictjsontest.Check(data) == nil
+		strict := jsonvaluetest.Check(data) == nil
 		// allowed are the codes the oracle accepts; "" is a success.
 		var allowed []string
 		switch mode {
@@ -412,7 +412,7 @@ func FuzzVerifySavedFiles(f *testing.F) {
 			write("checksums.json", data)
 			// checksums.json is not hashed anywhere: any strict JSON of
 			// its value verifies.
-			v, _ := strictjsontest.Decode(data)
+			v, _ := jsonvaluetest.Decode(data)
 			sums, _ := v.(map[string]any)
 			rc, okRc := sums["receipt.json"].(string)
 			rs, okRs := sums["result.json"].(string)

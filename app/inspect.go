@@ -109,9 +109,9 @@ func (s *Service) blockers(snap snapshot) (RowCounts, []domain.Blocker, error) {
 	return rows, b, nil
 }
 
-// parseSources is domain.ParseSources with the transactions, most of the
-// bytes, parsed on a goroutine of their own beside the other three
-// sources; the first fault is still the one in the order of
+// parseSources is domain.ParseSources and checkDefinitions, with the
+// transactions, most of the bytes, parsed on a goroutine of their own
+// beside the other three sources; the first fault is still the one in the order of
 // domain.SourceNames. A panic there is carried back and raised on the
 // caller's goroutine, where the call's recover turns it into
 // INTERNAL_ERROR; on its own goroutine it would end the process.
@@ -124,10 +124,10 @@ func parseSources(files map[string][]byte) (domain.Inputs, error) {
 	go func() {
 		defer close(done)
 		defer func() { panicked = recover() }()
-		errs[0] = domain.ParseSource(names[0], files[names[0]], &in)
+		errs[0] = parseSource(names[0], files[names[0]], &in)
 	}()
 	for i := 1; i < len(names); i++ {
-		if errs[i] = domain.ParseSource(names[i], files[names[i]], &in); errs[i] != nil {
+		if errs[i] = parseSource(names[i], files[names[i]], &in); errs[i] != nil {
 			break
 		}
 	}

@@ -12,8 +12,9 @@ import (
 )
 
 // parseSources parses the transactions beside the other sources, yet
-// answers what domain.ParseSources answers in its declared order, for
-// every set of faulty sources: the same first fault, or the same records.
+// answers what domain.ParseSources and then checkDefinitions answer in
+// the declared order (the definitions file is last), for every set of
+// faulty sources: the same first fault, or the same records.
 func TestParsingTheTransactionsBesideTheOthersKeepsTheSourceOrder(t *testing.T) {
 	fixture := map[string][]byte{}
 	for _, name := range domain.SourceNames() {
@@ -33,6 +34,12 @@ func TestParsingTheTransactionsBesideTheOthersKeepsTheSourceOrder(t *testing.T) 
 			}
 		}
 		want, wantErr := domain.ParseSources(files)
+		if wantErr == nil {
+			wantErr = checkDefinitions(files[domain.DefinitionsFile])
+			if wantErr != nil {
+				want = domain.Inputs{}
+			}
+		}
 		got, err := parseSources(files)
 		is := is.New(t)
 		is.Equal(err == nil, wantErr == nil) // faulty exactly when the domain says so

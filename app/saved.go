@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/app/jsonvalue"
 	"github.com/metricproof/metricproof/domain"
-	"github.com/metricproof/metricproof/domain/strictjson"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -33,8 +33,15 @@ const MaxSavedBytes = 4 << 20
 // bytes, which is what makes result.json reproducible.
 const savedIndent = "  "
 
-// encodeSaved encodes v in the saved layout.
-func encodeSaved(v any) ([]byte, error) { return marshal(v, savedIndent) }
+// encodeSaved encodes v in the saved layout, by JSON v2 (encode.go), or by
+// encoding/json when v2 refuses it (a string that is not UTF-8).
+func encodeSaved(v any) ([]byte, error) {
+	w := jsonOut{indent: true}
+	if w.value(v, 1024) != nil {
+		return marshal(v, savedIndent)
+	}
+	return append(w.b, '\n'), nil
+}
 
 // Receipt binds a run to its sources, engine and result.
 type Receipt struct {
@@ -127,7 +134,7 @@ func decodeShape(data []byte, v any) bool {
 	if canonical, err := encodeSaved(v); err == nil && bytes.Equal(canonical, data) {
 		return true
 	}
-	got, err := strictjson.Parse(data)
+	got, err := jsonvalue.Parse(data)
 	if err != nil {
 		return false
 	}
@@ -135,8 +142,8 @@ func decodeShape(data []byte, v any) bool {
 	if err != nil {
 		return false
 	}
-	want, err := strictjson.Parse(again)
-	return err == nil && strictjson.Equal(want, got)
+	want, err := jsonvalue.Parse(again)
+	return err == nil && jsonvalue.Equal(want, got)
 }
 
 // validReceipt checks the receipt's values beyond their JSON types.

@@ -7,20 +7,20 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
-	"github.com/metricproof/metricproof/domain/domaintest"
+	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
 // sharedRequests are the cases of ../testdata/requests.json: one-shot
 // requests and the answers SPEC §2 gives them on the shipped fixture with
 // --output-dir runs. cmd/tool-runner runs the same file through real
 // processes.
-func sharedRequests(t testing.TB) []domaintest.Request {
+func sharedRequests(t testing.TB) []testinputs.Request {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "testdata", "requests.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases, err := domaintest.Requests(data)
+	cases, err := testinputs.Requests(data)
 	if err != nil || len(cases) < 50 {
 		t.Fatalf("testdata/requests.json: %v, %d cases", err, len(cases))
 	}
@@ -28,9 +28,9 @@ func sharedRequests(t testing.TB) []domaintest.Request {
 }
 
 // requestBytes assembles a shared request.
-func requestBytes(t testing.TB, r domaintest.Request) []byte {
+func requestBytes(t testing.TB, r testinputs.Request) []byte {
 	t.Helper()
-	b, err := domaintest.Assemble(r.Input)
+	b, err := testinputs.Assemble(r.Input)
 	if err != nil {
 		t.Fatalf("%s: %v", r.Name, err)
 	}
@@ -77,7 +77,7 @@ func sourcesAt(t testing.TB, rows int) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := domaintest.ParseMax(data)
+	m, err := testinputs.ParseMax(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,10 @@
 package app
 
 import (
+	"bytes"
 	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
@@ -25,12 +28,30 @@ type cut struct {
 // document order; empty when nothing was.
 type truncation []cut
 
-// MarshalJSON writes the object in document order, for the envelope's
-// encoding/json fallback; jsonOut writes the same bytes.
+// MarshalJSONTo writes the object in document order, for JSON v2.
+func (t truncation) MarshalJSONTo(enc *jsontext.Encoder) error {
+	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
+		return err
+	}
+	for _, c := range t {
+		if err := enc.WriteToken(jsontext.String(c.pointer)); err != nil {
+			return err
+		}
+		if err := enc.WriteToken(jsontext.Int(int64(c.length))); err != nil {
+			return err
+		}
+	}
+	return enc.WriteToken(jsontext.EndObject)
+}
+
+// MarshalJSON writes the same bytes, for the envelope's encoding/json
+// fallback.
 func (t truncation) MarshalJSON() ([]byte, error) {
-	w := jsonOut{}
-	w.truncation(t)
-	return w.b, nil
+	var buf bytes.Buffer
+	if err := t.MarshalJSONTo(jsontext.NewEncoder(&buf)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // The pointers of the lists SPEC §9 cuts, as they appear in a response; a
@@ -103,14 +124,4 @@ func cutBlockers(list []domain.Blocker, k int, prefix string, t *truncation) []d
 		out[i] = b
 	}
 	return out
-}
-
-// truncation writes the "truncated" object.
-func (w *jsonOut) truncation(t truncation) {
-	w.open('{')
-	for _, c := range t {
-		w.key(c.pointer) // pointers hold no character JSON escapes
-		w.integer(int64(c.length))
-	}
-	w.close('}')
 }

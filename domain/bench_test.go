@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/metricproof/metricproof/domain"
-	"github.com/metricproof/metricproof/domain/domaintest"
+	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
 // Benchmarks at the limits of SPEC §8: the maximum inputs described in
@@ -47,7 +47,7 @@ func TestMaxSourcesAreValid(t *testing.T) {
 // bySize runs bench at every benchmark size, MB/s over the bytes that
 // size's sources hold.
 func bySize(b *testing.B, bench func(b *testing.B, files map[string][]byte)) {
-	for _, rows := range domaintest.BenchmarkRows() {
+	for _, rows := range testinputs.BenchmarkRows() {
 		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
 			files := sourcesAt(b, rows)
 			b.SetBytes(totalBytes(files))

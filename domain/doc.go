@@ -5,7 +5,8 @@
 //
 //   - The four fixed sources ([SourceNames]), their strict CSV rules
 //     ([ParseTransactions], [ParseGroups], [ParseCustomers]) and the
-//     synthetic-v1 definition contract ([CheckDefinitions]). A source's
+//     synthetic-v1 definition contract ([Contract]; the app compares a file with
+//     it as a JSON value). A source's
 //     faults come back together ([DataError]: the first, up to 19 more, a
 //     count of the rest), each with its place and, where a common export
 //     mistake explains it, the fix.

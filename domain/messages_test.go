@@ -87,16 +87,6 @@ func TestEachExportMistakeIsNamedWithItsFix(t *testing.T) {
 	}
 }
 
-// A definitions file with a byte order mark is refused for the mark, with
-// the fix, and not as JSON that does not parse.
-func TestADefinitionsFileWithAByteOrderMarkNamesTheMarkAndTheFix(t *testing.T) {
-	is := is.New(t)
-	err := parseOne(domain.DefinitionsFile, "\xEF\xBB\xBF"+domain.Contract)
-	var de *domain.DefinitionsError
-	is.True(errors.As(err, &de))
-	is.Equal(err.Error(), "contracts/metric-definitions.json: starts with a byte order mark, which strict JSON refuses; save the file as UTF-8 without a byte order mark")
-}
-
 // Issue 17's spreadsheet export: a byte order mark and semicolons. One
 // answer names both, the mark first, each with its fix.
 func TestAnExportWithAByteOrderMarkAndSemicolonsNamesBoth(t *testing.T) {

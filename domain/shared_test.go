@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/metricproof/metricproof/domain"
-	"github.com/metricproof/metricproof/domain/domaintest"
+	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
 // The top-level testdata/ holds inputs that more than one package runs;
@@ -23,9 +23,9 @@ func readShared(t testing.TB, name string) []byte {
 }
 
 // assemble returns the bytes a shared input's pieces describe.
-func assemble(t testing.TB, pieces []domaintest.Piece) []byte {
+func assemble(t testing.TB, pieces []testinputs.Piece) []byte {
 	t.Helper()
-	b, err := domaintest.Assemble(pieces)
+	b, err := testinputs.Assemble(pieces)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,9 +33,9 @@ func assemble(t testing.TB, pieces []domaintest.Piece) []byte {
 }
 
 // sourceVariants are the cases of testdata/sources.json.
-func sourceVariants(t testing.TB) []domaintest.SourceVariant {
+func sourceVariants(t testing.TB) []testinputs.SourceVariant {
 	t.Helper()
-	cases, err := domaintest.SourceVariants(readShared(t, "sources.json"))
+	cases, err := testinputs.SourceVariants(readShared(t, "sources.json"))
 	if err != nil || len(cases) < 50 {
 		t.Fatalf("testdata/sources.json: %v, %d cases", err, len(cases))
 	}
@@ -53,7 +53,7 @@ func maxSources(t testing.TB) map[string][]byte {
 // shipped contract.
 func sourcesAt(t testing.TB, rows int) map[string][]byte {
 	t.Helper()
-	m, err := domaintest.ParseMax(readShared(t, "max-sources.json"))
+	m, err := testinputs.ParseMax(readShared(t, "max-sources.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

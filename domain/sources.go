@@ -317,11 +317,15 @@ func estimateRows(data []byte) int {
 	return min(bytes.Count(data, []byte{'\n'})+1, MaxDataRows)
 }
 
-// ParseSources validates the four sources, keyed by their relative paths, in
-// the order of [SourceNames]; the first fault is returned.
+// ParseSources validates the three CSV sources, keyed by their relative
+// paths, in the order of [SourceNames]; the first fault is returned. The
+// definitions file, last in that order, is JSON, which the app checks.
 func ParseSources(files map[string][]byte) (Inputs, error) {
 	var in Inputs
 	for _, name := range SourceNames() {
+		if name == DefinitionsFile {
+			continue
+		}
 		if err := ParseSource(name, files[name], &in); err != nil {
 			return Inputs{}, err
 		}
@@ -329,8 +333,8 @@ func ParseSources(files map[string][]byte) (Inputs, error) {
 	return in, nil
 }
 
-// ParseSource validates the source name, one of [SourceNames], and sets
-// its records in in: each source sets its own field of [Inputs] and no
+// ParseSource validates the CSV source name, one of [SourceNames] but the
+// definitions file, and sets its records in in: each source sets its own field of [Inputs] and no
 // other, so sources may be parsed at once on goroutines of the caller's
 // (the domain starts none), and the caller picks the first fault in the
 // order of [SourceNames].
@@ -342,10 +346,8 @@ func ParseSource(name string, data []byte, in *Inputs) (err error) {
 		in.Groups, err = ParseGroups(data)
 	case CustomersFile:
 		in.Customers, err = ParseCustomers(data)
-	case DefinitionsFile:
-		err = CheckDefinitions(data)
 	default:
-		err = fmt.Errorf("%s is not a source", name)
+		err = fmt.Errorf("%s is not a CSV source", name)
 	}
 	return err
 }

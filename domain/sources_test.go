@@ -21,12 +21,12 @@ const (
 // Every rule of SPEC §4, from testdata/sources.json (which cmd/tool-runner
 // runs through real processes too): the error's type, file, line, column
 // and field, and a message that names them. Removed files and the 1 MiB
-// limit belong to the reader, not to the domain.
+// limit belong to the reader, the definitions file to the app.
 func TestBadSourcesNameFileLineAndColumn(t *testing.T) {
 	seen := 0
 	for _, tt := range sourceVariants(t) {
-		if tt.Remove || (tt.Code == "INPUT_LIMIT" && tt.Line == 0) {
-			continue
+		if tt.Remove || (tt.Code == "INPUT_LIMIT" && tt.Line == 0) || tt.File == domain.DefinitionsFile {
+			continue // the reader's, or the app's (the definitions file is JSON)
 		}
 		seen++
 		t.Run(tt.Name, func(t *testing.T) {
@@ -38,7 +38,6 @@ func TestBadSourcesNameFileLineAndColumn(t *testing.T) {
 			is.True(strings.HasPrefix(msg, tt.File+": ")) // message names the file
 			var de *domain.DataError
 			var le *domain.LimitError
-			var ie *domain.DefinitionsError
 			switch tt.Code {
 			case "INVALID_DATA":
 				is.True(errors.As(err, &de)) // a DataError
@@ -53,8 +52,6 @@ func TestBadSourcesNameFileLineAndColumn(t *testing.T) {
 				is.True(errors.As(err, &le)) // a LimitError
 				is.Equal(le.File, tt.File)
 				is.Equal(le.Line, tt.Line)
-			case "INVALID_DEFINITIONS":
-				is.True(errors.As(err, &ie)) // a DefinitionsError
 			default:
 				t.Fatalf("code %s is not the domain's", tt.Code)
 			}
@@ -201,11 +198,16 @@ func TestValidIDIsItsPattern(t *testing.T) {
 	}
 }
 
-// ParseSource parses exactly the four sources; any other name is refused.
-func TestParseSourceKnowsOnlyTheFourSources(t *testing.T) {
+// ParseSource parses exactly the three CSV sources; any other name, the
+// definitions file included (JSON, the app's), is refused.
+func TestParseSourceKnowsOnlyTheThreeCSVSources(t *testing.T) {
 	is := is.New(t)
 	var in domain.Inputs
 	for name, data := range fixtureFiles() {
+		if name == domain.DefinitionsFile {
+			is.True(domain.ParseSource(name, data, &in) != nil) // not a CSV source
+			continue
+		}
 		is.NoErr(domain.ParseSource(name, data, &in)) // the fixture's sources parse
 	}
 	is.Equal(len(in.Transactions), 5)

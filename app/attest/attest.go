@@ -19,7 +19,7 @@ import (
 	"strconv"
 
 	"github.com/metricproof/metricproof/domain"
-	"github.com/metricproof/metricproof/domain/strictjson"
+	"github.com/metricproof/metricproof/app/jsonvalue"
 )
 
 const (
@@ -215,7 +215,7 @@ func decodeBase64(s string) ([]byte, bool) {
 // payload type, one signature, and a payload in standard base64. It
 // returns the envelope and the statement bytes.
 func open(data []byte) (envelope, []byte, error) {
-	v, err := strictjson.Parse(data)
+	v, err := jsonvalue.Parse(data)
 	if err != nil || !hasExactly(v, "payload", "payloadType", "signatures") {
 		return envelope{}, nil, ErrNotEnvelope
 	}
@@ -238,7 +238,7 @@ func open(data []byte) (envelope, []byte, error) {
 // metricproof's predicate type whose subjects are exactly subjects and
 // whose predicate equals predicate as a JSON value.
 func binds(body []byte, want []Subject, predicate []byte) error {
-	v, err := strictjson.Parse(body)
+	v, err := jsonvalue.Parse(body)
 	if err != nil || !hasExactly(v, "_type", "subject", "predicateType", "predicate") {
 		return ErrNotStatement
 	}
@@ -259,16 +259,16 @@ func binds(body []byte, want []Subject, predicate []byte) error {
 		}
 	}
 	got, _ := v.Get("predicate")
-	doc, err := strictjson.Parse(predicate)
-	if err != nil || !strictjson.Equal(got, doc) {
+	doc, err := jsonvalue.Parse(predicate)
+	if err != nil || !jsonvalue.Equal(got, doc) {
 		return ErrPredicate
 	}
 	return nil
 }
 
 // hasExactly reports whether v is an object with exactly the keys named.
-func hasExactly(v strictjson.Value, keys ...string) bool {
-	if v.Kind != strictjson.Object || len(v.Members) != len(keys) {
+func hasExactly(v jsonvalue.Value, keys ...string) bool {
+	if v.Kind != jsonvalue.Object || len(v.Members) != len(keys) {
 		return false
 	}
 	for _, k := range keys {

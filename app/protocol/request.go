@@ -11,7 +11,7 @@ import (
 	"slices"
 
 	"github.com/metricproof/metricproof/domain"
-	"github.com/metricproof/metricproof/domain/strictjson"
+	"github.com/metricproof/metricproof/app/jsonvalue"
 )
 
 // RequestLimitChars is the largest request, in Unicode code points: the
@@ -64,15 +64,15 @@ func (c Call) HeardTool() *string {
 // as it may echo.
 func DecodeRequest(data []byte) (Call, *Error) {
 	var c Call
-	v, err := strictjson.Parse(data)
+	v, err := jsonvalue.Parse(data)
 	if err != nil {
 		return c, fail(InvalidJSON, "the request is not strict JSON: %v", err)
 	}
-	if v.Kind != strictjson.Object {
+	if v.Kind != jsonvalue.Object {
 		return c, fail(InvalidRequest, "the request must be a JSON object, not %s", article(v.Kind))
 	}
 	id, hasID := v.Get("request_id")
-	if hasID && id.Kind == strictjson.String && domain.ValidID(id.Text) {
+	if hasID && id.Kind == jsonvalue.String && domain.ValidID(id.Text) {
 		c.ID, c.IDHeard = id.Text, true
 	}
 	for _, m := range v.Members {
@@ -93,9 +93,9 @@ func DecodeRequest(data []byte) (Call, *Error) {
 		return c, fail(InvalidRequest, "the request has no arguments")
 	case !c.IDHeard:
 		return c, fail(InvalidRequest, "request_id must be a string of 1 to 64 ASCII letters, digits, '_' or '-', starting with a letter or digit")
-	case tool.Kind != strictjson.String:
+	case tool.Kind != jsonvalue.String:
 		return c, fail(InvalidRequest, "tool must be a string, not %s", article(tool.Kind))
-	case args.Kind != strictjson.Object:
+	case args.Kind != jsonvalue.Object:
 		return c, fail(InvalidRequest, "arguments must be an object, not %s", article(args.Kind))
 	}
 	switch tool.Text {
@@ -113,8 +113,8 @@ func DecodeRequest(data []byte) (Call, *Error) {
 func MCPCall(tool string, raw []byte, assign func() string) Call {
 	c := Call{Tool: tool, ToolHeard: true, IDHeard: true}
 	if tool == ToolAnalyze && chars(raw) <= RequestLimitChars {
-		if v, err := strictjson.Parse(raw); err == nil {
-			if id, ok := v.Get("run_id"); ok && id.Kind == strictjson.String && domain.ValidID(id.Text) {
+		if v, err := jsonvalue.Parse(raw); err == nil {
+			if id, ok := v.Get("run_id"); ok && id.Kind == jsonvalue.String && domain.ValidID(id.Text) {
 				c.ID = id.Text
 				return c
 			}
@@ -133,14 +133,14 @@ func DecodeMCP(c Call, raw []byte) (Call, *Error) {
 	if len(raw) == 0 {
 		raw = []byte("{}") // absent
 	}
-	v, err := strictjson.Parse(raw)
+	v, err := jsonvalue.Parse(raw)
 	if err != nil {
 		return c, fail(InvalidJSON, "arguments is not strict JSON: %v", err)
 	}
-	if v.Kind == strictjson.Null {
-		v = strictjson.Value{Kind: strictjson.Object}
+	if v.Kind == jsonvalue.Null {
+		v = jsonvalue.Value{Kind: jsonvalue.Object}
 	}
-	if v.Kind != strictjson.Object {
+	if v.Kind != jsonvalue.Object {
 		return c, fail(InvalidArguments, "arguments must be an object, not %s", article(v.Kind))
 	}
 	return decodeArguments(c, v, true)
@@ -148,7 +148,7 @@ func DecodeMCP(c Call, raw []byte) (Call, *Error) {
 
 // decodeArguments checks a tool's arguments object. Over MCP analyze also
 // takes an optional run_id, which names the run.
-func decodeArguments(c Call, args strictjson.Value, mcp bool) (Call, *Error) {
+func decodeArguments(c Call, args jsonvalue.Value, mcp bool) (Call, *Error) {
 	var e *Error
 	switch c.Tool {
 	case ToolInspect:
@@ -178,7 +178,7 @@ const IDRule = "a string of 1 to 64 ASCII letters, digits, '_' or '-', starting 
 
 // exactArguments checks that args holds every required key and no key
 // but the required and optional ones.
-func exactArguments(args strictjson.Value, required, optional []string) *Error {
+func exactArguments(args jsonvalue.Value, required, optional []string) *Error {
 	for _, m := range args.Members {
 		if !slices.Contains(required, m.Key) && !slices.Contains(optional, m.Key) {
 			switch {
@@ -198,9 +198,9 @@ func exactArguments(args strictjson.Value, required, optional []string) *Error {
 	return nil
 }
 
-func stringArgument(args strictjson.Value, name string, valid func(string) bool, want string) (string, *Error) {
+func stringArgument(args jsonvalue.Value, name string, valid func(string) bool, want string) (string, *Error) {
 	v, _ := args.Get(name)
-	if v.Kind != strictjson.String {
+	if v.Kind != jsonvalue.String {
 		return "", fail(InvalidArguments, "%s must be %s, not %s", name, want, article(v.Kind))
 	}
 	if !valid(v.Text) {
@@ -210,11 +210,11 @@ func stringArgument(args strictjson.Value, name string, valid func(string) bool,
 }
 
 // article names a JSON kind with its article: "an array", "a string", "null".
-func article(k strictjson.Kind) string {
+func article(k jsonvalue.Kind) string {
 	switch k {
-	case strictjson.Null:
+	case jsonvalue.Null:
 		return "null"
-	case strictjson.Array, strictjson.Object:
+	case jsonvalue.Array, jsonvalue.Object:
 		return "an " + k.String()
 	}
 	return "a " + k.String()

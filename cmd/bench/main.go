@@ -41,7 +41,7 @@ import (
 	"time"
 
 	"github.com/metricproof/metricproof/cmd/internal/buildcmd"
-	"github.com/metricproof/metricproof/domain/domaintest"
+	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
 func main() {
@@ -154,7 +154,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 type bench struct {
 	dir, runner, floor, root string
 	keep                     bool
-	description              domaintest.Max
+	description              testinputs.Max
 	contract                 []byte
 }
 
@@ -167,7 +167,7 @@ func newBench(keep bool, runner string) (*bench, error) {
 	if err != nil {
 		return nil, errors.New("run it from the repository's top folder (testdata/max-sources.json not found)")
 	}
-	m, err := domaintest.ParseMax(desc)
+	m, err := testinputs.ParseMax(desc)
 	if err != nil {
 		return nil, err
 	}

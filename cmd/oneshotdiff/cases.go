@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/metricproof/metricproof/domain/domaintest"
+	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
 // A case is one workspace and the steps run in it, in order. Every step
@@ -169,13 +169,13 @@ func requestCases(repo string, fixture map[string][]byte) ([]testCase, error) {
 	if err != nil {
 		return nil, err
 	}
-	reqs, err := domaintest.Requests(data)
+	reqs, err := testinputs.Requests(data)
 	if err != nil {
 		return nil, err
 	}
 	var cases []testCase
 	for _, r := range reqs {
-		input, err := domaintest.Assemble(r.Input)
+		input, err := testinputs.Assemble(r.Input)
 		if err != nil {
 			return nil, fmt.Errorf("requests.json %q: %w", r.Name, err)
 		}
@@ -226,7 +226,7 @@ func sourceCases(repo string, fixture map[string][]byte) ([]testCase, error) {
 	if err != nil {
 		return nil, err
 	}
-	variants, err := domaintest.SourceVariants(data)
+	variants, err := testinputs.SourceVariants(data)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func sourceCases(repo string, fixture map[string][]byte) ([]testCase, error) {
 	for _, v := range variants {
 		var input []byte
 		if !v.Remove {
-			if input, err = domaintest.Assemble(v.Input); err != nil {
+			if input, err = testinputs.Assemble(v.Input); err != nil {
 				return nil, fmt.Errorf("sources.json %q: %w", v.Name, err)
 			}
 		}
@@ -644,7 +644,7 @@ func maxInputCases(repo string, fixture map[string][]byte) ([]testCase, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := domaintest.ParseMax(data)
+	m, err := testinputs.ParseMax(data)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/osfs"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/domain"
-	"github.com/metricproof/metricproof/domain/domaintest"
+	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
 // BenchmarkMCP times one tools/call of each tool through a live server
@@ -38,7 +38,7 @@ func BenchmarkMCP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := domaintest.ParseMax(desc)
+	m, err := testinputs.ParseMax(desc)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func BenchmarkMCP(b *testing.B) {
 		b.Fatal(err)
 	}
 	eng := engine.New() // hashed once, as the server does at start
-	for _, rows := range domaintest.BenchmarkRows() {
+	for _, rows := range testinputs.BenchmarkRows() {
 		files, err := m.SourcesAt(rows)
 		if err != nil {
 			b.Fatal(err)

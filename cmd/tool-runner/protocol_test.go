@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
-	"github.com/metricproof/metricproof/domain/domaintest"
+	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
 // echo is the JSON value an answer's request_id or tool is compared with:
@@ -29,7 +29,7 @@ func TestSharedRequestsAnswerTheirCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases, err := domaintest.Requests(data)
+	cases, err := testinputs.Requests(data)
 	if err != nil || len(cases) < 50 {
 		t.Fatalf("testdata/requests.json: %v, %d cases", err, len(cases))
 	}
@@ -37,7 +37,7 @@ func TestSharedRequestsAnswerTheirCode(t *testing.T) {
 	for _, tt := range cases {
 		t.Run(tt.Name, func(t *testing.T) {
 			is := is.New(t)
-			in, err := domaintest.Assemble(tt.Input)
+			in, err := testinputs.Assemble(tt.Input)
 			is.NoErr(err)
 			o := call(t, ws, string(in), "--workspace", ws, "--output-dir", "runs")
 			is.Equal(o.code(), tt.Code)

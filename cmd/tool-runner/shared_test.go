@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/metricproof/metricproof/domain/domaintest"
+	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
 // The top-level testdata/ holds inputs that more than one package runs
@@ -24,7 +24,7 @@ func maxFixture(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := domaintest.ParseMax(data)
+	m, err := testinputs.ParseMax(data)
 	if err != nil {
 		t.Fatal(err)
 	}

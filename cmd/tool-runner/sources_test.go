@@ -10,12 +10,12 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
-	"github.com/metricproof/metricproof/domain/domaintest"
+	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
 // where is what the message must contain: the file, and for a data fault
 // the line, column and field; for the row limit the line.
-func where(v domaintest.SourceVariant) string {
+func where(v testinputs.SourceVariant) string {
 	switch {
 	case v.Column > 0 && v.Field != "":
 		return fmt.Sprintf("%s: line %d, column %d (%s)", v.File, v.Line, v.Column, v.Field)
@@ -35,7 +35,7 @@ func TestBadSourcesAnswerTheirCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases, err := domaintest.SourceVariants(data)
+	cases, err := testinputs.SourceVariants(data)
 	if err != nil || len(cases) < 50 {
 		t.Fatalf("testdata/sources.json: %v, %d cases", err, len(cases))
 	}
@@ -48,7 +48,7 @@ func TestBadSourcesAnswerTheirCode(t *testing.T) {
 				if tt.Remove {
 					is.NoErr(os.Remove(path))
 				} else {
-					in, err := domaintest.Assemble(tt.Input)
+					in, err := testinputs.Assemble(tt.Input)
 					is.NoErr(err)
 					writeFile(t, path, in)
 				}

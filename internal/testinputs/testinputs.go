@@ -1,13 +1,14 @@
-// Package domaintest reads the test inputs that several packages of
+// Package testinputs reads the test inputs that several packages of
 // metricproof share, kept in the repository's top-level testdata/ (see its
 // README): hostile requests with their answers (requests.json), fixture
 // variants (sources.json), and the description of the maximum inputs of
 // SPEC §8 (max-sources.json), which it generates.
 //
-// It is for tests and the whole-process benchmark only. Like the domain it
-// does no I/O: callers read the files and hand it their bytes, so one
-// decoder and one generator serve every package.
-package domaintest
+// It is for tests, the whole-process benchmark (cmd/bench) and the
+// differential script (cmd/oneshotdiff) only. It does no I/O: callers read
+// the files and hand it their bytes, so one decoder and one generator serve
+// every package.
+package testinputs
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package strictjson_test
+package jsonvalue_test
 
 import (
 	"crypto/sha256"
@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/metricproof/metricproof/domain/strictjson"
+	"github.com/metricproof/metricproof/app/jsonvalue"
 )
 
 // resultDocument is a result.json-shaped document at the limit of SPEC §8:
@@ -66,7 +66,7 @@ func TestResultDocumentParses(t *testing.T) {
 	if n := len(data); n < 1_400_000 || n > 4<<20 {
 		t.Fatalf("document of %d bytes; want about 1.5 MB, under the 4 MiB read-back limit", n)
 	}
-	v, err := strictjson.Parse(data)
+	v, err := jsonvalue.Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func BenchmarkParse(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := strictjson.Parse(data); err != nil {
+		if _, err := jsonvalue.Parse(data); err != nil {
 			b.Fatal(err)
 		}
 	}

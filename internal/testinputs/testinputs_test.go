@@ -1,4 +1,4 @@
-package domaintest_test
+package testinputs_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/metricproof/metricproof/domain/domaintest"
+	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
 // The maximum inputs match their pinned hashes, and a smaller size is the
@@ -17,7 +17,7 @@ func TestSmallerInputsAreThePrefixOfTheMaximum(t *testing.T) {
 	is := is.New(t)
 	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "max-sources.json"))
 	is.NoErr(err)
-	m, err := domaintest.ParseMax(data)
+	m, err := testinputs.ParseMax(data)
 	is.NoErr(err)
 	full, err := m.Sources()
 	is.NoErr(err) // the pinned SHA256 and the 1 MiB limit hold

@@ -1,4 +1,4 @@
-package strictjson_test
+package jsonvalue_test
 
 import (
 	"bytes"
@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
 
-	"github.com/metricproof/metricproof/domain/strictjson"
-	"github.com/metricproof/metricproof/domain/strictjson/strictjsontest"
+	"github.com/metricproof/metricproof/app/jsonvalue"
+	"github.com/metricproof/metricproof/app/jsonvalue/jsonvaluetest"
 )
 
 func TestParseRefuses(t *testing.T) {
@@ -44,15 +45,15 @@ func TestParseRefuses(t *testing.T) {
 		{"bare point", `[1.]`, "invalid number"},
 		{"bad escape", `["\x"]`, "invalid escape"},
 		{"unterminated", `{"a":"b`, "unterminated string"},
-		{"too deep", strings.Repeat("[", strictjson.MaxDepth+1) + strings.Repeat("]", strictjson.MaxDepth+1), "nesting deeper than 512 levels"},
+		{"too deep", strings.Repeat("[", jsonvalue.MaxDepth+1) + strings.Repeat("]", jsonvalue.MaxDepth+1), "nesting deeper than 512 levels"},
 		{"bad literal", `[tru]`, "invalid literal"},
 		{"byte order mark", "\xEF\xBB\xBF{}", "unexpected character"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			_, err := strictjson.Parse([]byte(tt.in))
-			var e *strictjson.Error
+			_, err := jsonvalue.Parse([]byte(tt.in))
+			var e *jsonvalue.Error
 			is.True(errors.As(err, &e))
 			is.Equal(e.Reason, tt.reason)
 		})
@@ -61,9 +62,9 @@ func TestParseRefuses(t *testing.T) {
 
 func TestParseKeepsOrderAndLiterals(t *testing.T) {
 	is := is.New(t)
-	v, err := strictjson.Parse([]byte(` {"z":1.50,"a":[true,false,null,"\u00e9\ud83d\ude00"],"m":{}} `))
+	v, err := jsonvalue.Parse([]byte(` {"z":1.50,"a":[true,false,null,"\u00e9\ud83d\ude00"],"m":{}} `))
 	is.NoErr(err)
-	is.Equal(v.Kind, strictjson.Object)
+	is.Equal(v.Kind, jsonvalue.Object)
 	is.Equal(len(v.Members), 3)
 	is.Equal(v.Members[0].Key, "z")
 	is.Equal(v.Members[0].Value.Text, "1.50") // the literal, not a float
@@ -72,8 +73,8 @@ func TestParseKeepsOrderAndLiterals(t *testing.T) {
 	is.Equal(a.Items[3].Text, "é😀")
 	_, ok = v.Get("missing")
 	is.True(!ok)
-	deep := strings.Repeat("[", strictjson.MaxDepth) + strings.Repeat("]", strictjson.MaxDepth)
-	_, err = strictjson.Parse([]byte(deep))
+	deep := strings.Repeat("[", jsonvalue.MaxDepth) + strings.Repeat("]", jsonvalue.MaxDepth)
+	_, err = jsonvalue.Parse([]byte(deep))
 	is.NoErr(err) // exactly MaxDepth levels is allowed
 }
 
@@ -115,12 +116,12 @@ func TestEqual(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(brief(tt.a)+" vs "+brief(tt.b), func(t *testing.T) {
 			is := is.New(t)
-			a, err := strictjson.Parse([]byte(tt.a))
+			a, err := jsonvalue.Parse([]byte(tt.a))
 			is.NoErr(err)
-			b, err := strictjson.Parse([]byte(tt.b))
+			b, err := jsonvalue.Parse([]byte(tt.b))
 			is.NoErr(err)
-			is.Equal(strictjson.Equal(a, b), tt.same) // tt.a vs tt.b
-			is.Equal(strictjson.Equal(b, a), tt.same) // symmetric
+			is.Equal(jsonvalue.Equal(a, b), tt.same) // tt.a vs tt.b
+			is.Equal(jsonvalue.Equal(b, a), tt.same) // symmetric
 		})
 	}
 }
@@ -134,9 +135,9 @@ func brief(s string) string {
 }
 
 // FuzzParse checks the parser against the independent oracle of
-// strictjsontest (encoding/json plus its own checks): both accept exactly the
+// jsonvaluetest (encoding/json plus its own checks): both accept exactly the
 // same documents, what is accepted decodes to encoding/json's value, and a
-// refusal names an offset inside the input.
+// refusal names an offset inside the input and one of the package's rules.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"request_id":"i1","tool":"inspect_inputs","arguments":{}}`,
@@ -148,12 +149,11 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := strictjson.Parse(data)
+		v, err := jsonvalue.Parse(data)
 		// The oracle is independent code: encoding/json's grammar plus its
 		// own checks for UTF-8, surrogates, duplicate keys and depth.
-		oracle := strictjsontest.Check(data)
-		if (err == nil) != (oracle == nil) {
-			t.Fatalf("strictjson says %v, the oracle %v, for %q", err, oracle, data)
+		if oracle := jsonvaluetest.Check(data); (err == nil) != (oracle == nil) {
+			t.Fatalf("jsonvalue says %v, the oracle %v, for %q", err, oracle, data)
 		}
 		if err == nil {
 			var want any
@@ -165,34 +165,45 @@ func FuzzParse(f *testing.F) {
 			if got := plain(v); !reflect.DeepEqual(got, want) {
 				t.Fatalf("decoded %q as %#v, encoding/json as %#v", data, got, want)
 			}
-			if !strictjson.Equal(v, v) {
+			if !jsonvalue.Equal(v, v) {
 				t.Fatalf("value not equal to itself: %q", data)
 			}
 			return
 		}
-		var e *strictjson.Error
+		var e *jsonvalue.Error
 		if !errors.As(err, &e) || e.Offset < 0 || e.Offset > len(data) {
 			t.Fatalf("error %v has no offset inside the input", err)
+		}
+		if !slices.Contains(reasons, e.Reason) {
+			t.Fatalf("error %v names no rule of the package's", err)
 		}
 	})
 }
 
+// reasons are every rule Parse names.
+var reasons = []string{"empty input", "data after the JSON document", "unexpected end of input", "unexpected character",
+	"invalid literal", "nesting deeper than 512 levels", "expected a string key", "duplicate key", "expected ':' after a key",
+	"unexpected end of input in an object", "expected ',' or '}' in an object", "unexpected end of input in an array",
+	"expected ',' or ']' in an array", "unterminated string", "control character in a string", "invalid UTF-8",
+	"unterminated escape", "invalid escape", "lone low surrogate", "lone high surrogate", "invalid surrogate pair",
+	"short \\u escape", "invalid \\u escape", "invalid number"}
+
 // plain converts a Value to what encoding/json decodes with UseNumber.
-func plain(v strictjson.Value) any {
+func plain(v jsonvalue.Value) any {
 	switch v.Kind {
-	case strictjson.Bool:
+	case jsonvalue.Bool:
 		return v.Bool
-	case strictjson.Number:
+	case jsonvalue.Number:
 		return json.Number(v.Text)
-	case strictjson.String:
+	case jsonvalue.String:
 		return v.Text
-	case strictjson.Array:
+	case jsonvalue.Array:
 		out := make([]any, len(v.Items))
 		for i, item := range v.Items {
 			out[i] = plain(item)
 		}
 		return out
-	case strictjson.Object:
+	case jsonvalue.Object:
 		out := make(map[string]any, len(v.Members))
 		for _, m := range v.Members {
 			out[m.Key] = plain(m.Value)

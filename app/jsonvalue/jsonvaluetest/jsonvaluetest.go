@@ -1,5 +1,5 @@
-// Package strictjsontest is an oracle for the strict JSON of protocol 1.0,
-// written independently of [strictjson] so that tests can hold the two
+// Package jsonvaluetest is an oracle for the strict JSON of protocol 1.0,
+// written independently of [jsonvalue] so that tests can hold the two
 // against each other, in the manner of net/http/httptest: it is imported by
 // tests only.
 //
@@ -9,8 +9,8 @@
 // unescaping) and nesting deeper than [MaxDepth]. Numbers are compared by
 // exact decimal value with [math/big], never with apd or a float.
 //
-// [strictjson]: https://pkg.go.dev/github.com/metricproof/metricproof/domain/strictjson
-package strictjsontest
+// [jsonvalue]: https://pkg.go.dev/github.com/metricproof/metricproof/app/jsonvalue
+package jsonvaluetest
 
 import (
 	"bytes"
@@ -95,7 +95,7 @@ func loneSurrogate(data []byte) bool {
 func hex4(b []byte) rune {
 	n, err := strconv.ParseUint(string(b), 16, 32)
 	if err != nil {
-		panic("strictjsontest: json.Valid let a bad \\u escape through")
+		panic("jsonvaluetest: json.Valid let a bad \\u escape through")
 	}
 	return rune(n)
 }

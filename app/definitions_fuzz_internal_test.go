@@ -1,20 +1,21 @@
-package domain_test
+package app
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/metricproof/metricproof/app/jsonvalue/jsonvaluetest"
 	"github.com/metricproof/metricproof/domain"
-	"github.com/metricproof/metricproof/domain/strictjson/strictjsontest"
 )
 
-// FuzzCheckDefinitions holds CheckDefinitions to SPEC §4's "equal, as a JSON
+// FuzzCheckDefinitions holds checkDefinitions to SPEC §4's "equal, as a JSON
 // value, to the synthetic-v1 contract", two ways:
 //
 //   - even mode: the fuzz bytes drive a rewrite of the contract. Spelling
@@ -22,15 +23,15 @@ import (
 //     80 as 80.0, 8e1, 800E-1 or 0.80e+2) must be accepted; a value change
 //     (a string, number or boolean changed, a member dropped or added, a
 //     type changed, an array reordered) or a duplicate key must be refused.
-//   - odd mode: the fuzz bytes are the definitions file; CheckDefinitions
-//     accepts exactly when the strictjsontest oracle decodes them to the
+//   - odd mode: the fuzz bytes are the definitions file; checkDefinitions
+//     accepts exactly when the jsonvaluetest oracle decodes them to the
 //     contract's value.
 //
 // Run it with:
 //
-//	go test ./domain -run '^$' -fuzz '^FuzzCheckDefinitions$' -fuzztime 30s -fuzzminimizetime 2s
+//	go test ./app -run '^$' -fuzz '^FuzzCheckDefinitions$' -fuzztime 30s -fuzzminimizetime 2s
 func FuzzCheckDefinitions(f *testing.F) {
-	contract, err := strictjsontest.Decode([]byte(domain.Contract))
+	contract, err := jsonvaluetest.Decode([]byte(domain.Contract))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -54,11 +55,11 @@ func FuzzCheckDefinitions(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, mode uint8, data []byte) {
 		if mode%2 == 1 {
-			v, err := strictjsontest.Decode(data)
-			equal := err == nil && strictjsontest.Equal(v, contract)
-			got := domain.CheckDefinitions(data)
+			v, err := jsonvaluetest.Decode(data)
+			equal := err == nil && jsonvaluetest.Equal(v, contract)
+			got := checkDefinitions(data)
 			if equal != (got == nil) {
-				t.Fatalf("CheckDefinitions says %v, the oracle equal=%v, for %q", got, equal, data)
+				t.Fatalf("checkDefinitions says %v, the oracle equal=%v, for %q", got, equal, data)
 			}
 			checkDefinitionsError(t, got)
 			return
@@ -66,31 +67,39 @@ func FuzzCheckDefinitions(f *testing.F) {
 		ops := &opStream{b: data}
 		doc, changed := rewriteContract(contract, ops)
 		// The rewrite is held to the oracle first, so that a bug in it
-		// cannot pass for one in CheckDefinitions.
-		v, err := strictjsontest.Decode([]byte(doc))
+		// cannot pass for one in checkDefinitions.
+		v, err := jsonvaluetest.Decode([]byte(doc))
 		switch {
-		case changed == changedDuplicate && !errors.Is(err, strictjsontest.ErrDuplicateKey):
+		case changed == changedDuplicate && !errors.Is(err, jsonvaluetest.ErrDuplicateKey):
 			t.Fatalf("rewrite bug: a duplicate key the oracle does not see (%v): %s", err, doc)
 		case changed != changedDuplicate && err != nil:
 			t.Fatalf("rewrite bug: not strict JSON (%v): %s", err, doc)
-		case changed != changedDuplicate && strictjsontest.Equal(v, contract) != (changed == unchanged):
+		case changed != changedDuplicate && jsonvaluetest.Equal(v, contract) != (changed == unchanged):
 			t.Fatalf("rewrite bug: change %q, the oracle disagrees: %s", changed, doc)
 		}
-		got := domain.CheckDefinitions([]byte(doc))
+		got := checkDefinitions([]byte(doc))
 		if (got == nil) != (changed == unchanged) {
-			t.Fatalf("CheckDefinitions says %v after change %q of:\n%s", got, changed, doc)
+			t.Fatalf("checkDefinitions says %v after change %q of:\n%s", got, changed, doc)
 		}
 		checkDefinitionsError(t, got)
 	})
 }
 
+// checkDefinitionsError holds a refusal to its type and to its fixed
+// texts: a rule and an offset, or a path of the contract's own keys, never
+// anything of the file.
 func checkDefinitionsError(t *testing.T, err error) {
 	t.Helper()
 	var de *domain.DefinitionsError
 	if err != nil && (!errors.As(err, &de) || !strings.HasPrefix(err.Error(), domain.DefinitionsFile+": ")) {
 		t.Fatalf("not a DefinitionsError naming the file: %T %v", err, err)
 	}
+	if err != nil && !definitionsMessage.MatchString(err.Error()) {
+		t.Fatalf("a message beyond the fixed texts: %s", err)
+	}
 }
+
+var definitionsMessage = regexp.MustCompile(`^contracts/metric-definitions\.json: (not strict JSON: [a-zA-Z0-9 \-',:\\{}\]]+ at byte [0-9]+|differs from the synthetic-v1 contract at (\$|[a-z_]+(\.[a-z_0-9]+)*)|starts with a byte order mark, which strict JSON refuses; save the file as UTF-8 without a byte order mark)$`)
 
 // opStream hands out the fuzz bytes one decision at a time; once they run
 // out every decision is 0, the plain choice.
@@ -355,7 +364,7 @@ func (w *rewriter) str(b *strings.Builder, s string) {
 
 // number spells a number literal another way with the same exact value.
 func (w *rewriter) number(lit string) string {
-	d, ok := strictjsontest.ParseNumber(lit)
+	d, ok := jsonvaluetest.ParseNumber(lit)
 	if !ok || !d.Exp.IsInt64() {
 		return lit
 	}

@@ -1,4 +1,4 @@
-package strictjsontest_test
+package jsonvaluetest_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/metricproof/metricproof/domain/strictjson/strictjsontest"
+	"github.com/metricproof/metricproof/app/jsonvalue/jsonvaluetest"
 )
 
 // The oracle must refuse every rule on its own; otherwise a test built on it
@@ -17,25 +17,25 @@ func TestCheckRefusesEachRule(t *testing.T) {
 		name, in string
 		want     error
 	}{
-		{"empty", "", strictjsontest.ErrGrammar},
-		{"NaN", `[NaN]`, strictjsontest.ErrGrammar},
-		{"-Infinity", `[-Infinity]`, strictjsontest.ErrGrammar},
-		{"a second document", `{} {}`, strictjsontest.ErrGrammar},
-		{"invalid UTF-8 in a string", "[\"\xff\"]", strictjsontest.ErrUTF8},
-		{"a lone high surrogate", `["\ud800"]`, strictjsontest.ErrSurrogate},
-		{"a lone high surrogate at the end of a string", `["a\uD800","b"]`, strictjsontest.ErrSurrogate},
-		{"a lone low surrogate", `["\udc00"]`, strictjsontest.ErrSurrogate},
-		{"a high surrogate then a letter", `["\ud800\u0041"]`, strictjsontest.ErrSurrogate},
-		{"a surrogate in a key", `{"\udfff":1}`, strictjsontest.ErrSurrogate},
-		{"a duplicate key", `{"a":1,"a":2}`, strictjsontest.ErrDuplicateKey},
-		{"a duplicate key after unescaping", `{"a":1,"\u0061":2}`, strictjsontest.ErrDuplicateKey},
-		{"a duplicate key deep down", `[{"x":{"b":[],"c":{},"b":null}}]`, strictjsontest.ErrDuplicateKey},
-		{"513 levels", strings.Repeat("[", 513) + strings.Repeat("]", 513), strictjsontest.ErrTooDeep},
+		{"empty", "", jsonvaluetest.ErrGrammar},
+		{"NaN", `[NaN]`, jsonvaluetest.ErrGrammar},
+		{"-Infinity", `[-Infinity]`, jsonvaluetest.ErrGrammar},
+		{"a second document", `{} {}`, jsonvaluetest.ErrGrammar},
+		{"invalid UTF-8 in a string", "[\"\xff\"]", jsonvaluetest.ErrUTF8},
+		{"a lone high surrogate", `["\ud800"]`, jsonvaluetest.ErrSurrogate},
+		{"a lone high surrogate at the end of a string", `["a\uD800","b"]`, jsonvaluetest.ErrSurrogate},
+		{"a lone low surrogate", `["\udc00"]`, jsonvaluetest.ErrSurrogate},
+		{"a high surrogate then a letter", `["\ud800\u0041"]`, jsonvaluetest.ErrSurrogate},
+		{"a surrogate in a key", `{"\udfff":1}`, jsonvaluetest.ErrSurrogate},
+		{"a duplicate key", `{"a":1,"a":2}`, jsonvaluetest.ErrDuplicateKey},
+		{"a duplicate key after unescaping", `{"a":1,"\u0061":2}`, jsonvaluetest.ErrDuplicateKey},
+		{"a duplicate key deep down", `[{"x":{"b":[],"c":{},"b":null}}]`, jsonvaluetest.ErrDuplicateKey},
+		{"513 levels", strings.Repeat("[", 513) + strings.Repeat("]", 513), jsonvaluetest.ErrTooDeep},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			is.True(errors.Is(strictjsontest.Check([]byte(tt.in)), tt.want)) // the named rule
+			is.True(errors.Is(jsonvaluetest.Check([]byte(tt.in)), tt.want)) // the named rule
 		})
 	}
 }
@@ -50,7 +50,7 @@ func TestCheckAccepts(t *testing.T) {
 		`{"a":{},"b":{}}`,
 	} {
 		is := is.New(t)
-		is.NoErr(strictjsontest.Check([]byte(in))) // strict JSON
+		is.NoErr(jsonvaluetest.Check([]byte(in))) // strict JSON
 	}
 }
 
@@ -78,14 +78,14 @@ func TestNumbersCompareByExactValue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		is := is.New(t)
-		is.Equal(strictjsontest.NumbersEqual(tt.a, tt.b), tt.same) // tt.a against tt.b
-		is.Equal(strictjsontest.NumbersEqual(tt.b, tt.a), tt.same) // and back
+		is.Equal(jsonvaluetest.NumbersEqual(tt.a, tt.b), tt.same) // tt.a against tt.b
+		is.Equal(jsonvaluetest.NumbersEqual(tt.b, tt.a), tt.same) // and back
 	}
 }
 
 func TestEqualComparesValuesNotTypes(t *testing.T) {
 	decode := func(s string) any {
-		v, err := strictjsontest.Decode([]byte(s))
+		v, err := jsonvaluetest.Decode([]byte(s))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,6 +106,6 @@ func TestEqualComparesValuesNotTypes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		is := is.New(t)
-		is.Equal(strictjsontest.Equal(decode(tt.a), decode(tt.b)), tt.same) // tt.a against tt.b
+		is.Equal(jsonvaluetest.Equal(decode(tt.a), decode(tt.b)), tt.same) // tt.a against tt.b
 	}
 }
