@@ -254,7 +254,7 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 	}
 }
 
-// The shipped fixture is byte for byte the text of SPEC §7, so --workspace .
+// The shipped fixture is byte for byte the text of protocol §7, so --workspace .
 // works from a fresh clone and every document's numbers hold.
 func TestTheShippedFixtureIsSpecSection7(t *testing.T) {
 	is := is.New(t)

@@ -4,8 +4,7 @@
 //
 // The agent can call exactly three tools (inspect_inputs, analyze,
 // verify_result) through cmd/tool-runner; it never chooses a path, runs a
-// command, loads code or reaches a network. The contract is SPEC.md in the
-// shared folder; README.md says how to run it and ARCHITECTURE.md where
+// command, loads code or reaches a network. The contract is docs/protocol.md; README.md says how to run it and ARCHITECTURE.md where
 // everything lives. This root package holds no code: only the tests that
 // guard the layout (architecture_test.go) and the shipped fixture.
 package metricproof

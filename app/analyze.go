@@ -142,7 +142,7 @@ func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) (
 //
 // With a ledger, the ledger's lock is taken once the run is staged, and
 // the last checks, the ledger's last record, the rename and then the
-// call's record are made under it (SPEC §11): a lock not had within the
+// call's record are made under it (protocol §11): a lock not had within the
 // wait, or a ledger found damaged there, commits nothing, so no wait ever
 // leaves a committed run without its record.
 func (s *Service) commit(ctx context.Context, dir, runID, digest string, files []ports.File, hold *ledgerHold) (e *Error) {
@@ -159,7 +159,7 @@ func (s *Service) commit(ctx context.Context, dir, runID, digest string, files [
 		}
 	}()
 	if runPath == s.ledger {
-		// SPEC §11 lets the ledger lie in O itself, where its name may be a
+		// protocol §11 lets the ledger lie in O itself, where its name may be a
 		// run ID: that run would take the ledger's place.
 		return classify(writingRun, runPath, found("%s is the call ledger's path, kept for it even before its first record: use a new run ID", runPath))
 	}

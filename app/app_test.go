@@ -26,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 func TestEveryCodeHasItsStatusExitAndRetryability(t *testing.T) {
 	is := is.New(t)
 	codes := app.Codes()
-	is.Equal(len(codes), 28) // the closed set: the seed's 26, SIGNATURE_INVALID and LEDGER_TAMPERED
+	is.Equal(len(codes), 28) // the closed set: the 26 it began with, SIGNATURE_INVALID and LEDGER_TAMPERED
 	seen := map[app.Code]bool{}
 	for _, c := range codes {
 		is.True(!seen[c]) // no code twice
@@ -36,7 +36,7 @@ func TestEveryCodeHasItsStatusExitAndRetryability(t *testing.T) {
 	}
 }
 
-// The checks of SPEC §2 run in the order of its table: a request that breaks
+// The checks of protocol §2 run in the order of its table: a request that breaks
 // several rules is answered with the first.
 func TestRequestChecksRunInTheirOrder(t *testing.T) {
 	m := newMem(t, shippedFixture(t))
@@ -102,7 +102,7 @@ type readerFunc func([]byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
-// The envelope's keys come in the order of SPEC §3.
+// The envelope's keys come in the order of protocol §3.
 func TestEnvelopeKeysComeInOrder(t *testing.T) {
 	is := is.New(t)
 	m := newMem(t, shippedFixture(t))

@@ -23,8 +23,8 @@ func within(p, base string) bool {
 }
 
 // outputLocation resolves the operator's output directory, which must lie
-// inside the workspace (SPEC §1) whichever tool runs. For analyze, write
-// applies the write boundary of SPEC §6 too: not the workspace itself,
+// inside the workspace (protocol §1) whichever tool runs. For analyze, write
+// applies the write boundary of protocol §6 too: not the workspace itself,
 // clear of the protected folders (wherever their own symlinks lead), and
 // not inside existing evidence. Last, what exists there must be a
 // directory.
@@ -50,7 +50,7 @@ func (s *Service) outputLocation(write bool) (ports.Location, *Error) {
 // errNotADirectory is an output directory that exists as something else.
 var errNotADirectory = errors.New("the output directory exists and is not a directory")
 
-// writable is the write boundary of SPEC §6 for a resolved path what
+// writable is the write boundary of protocol §6 for a resolved path what
 // names: not the workspace itself, and clear of the protected folders.
 func (s *Service) writable(rel, what string) error {
 	if rel == "." {
@@ -92,7 +92,7 @@ func (s *Service) clearOfEvidence(rel, what string) error {
 	return nil
 }
 
-// ledgerLocation resolves the ledger's path (SPEC §11): inside the
+// ledgerLocation resolves the ledger's path (protocol §11): inside the
 // workspace and the write boundary, in the output directory or outside it
 // but never below it, in a directory that exists, and a regular file if it
 // exists. For a tool call it may not share a name with the writer lock,

@@ -30,7 +30,7 @@ func TestAnalyzeNeverWritesIntoExistingEvidence(t *testing.T) {
 	}
 }
 
-// SPEC §1: O must resolve inside W, whichever tool is called; a path that
+// protocol §1: O must resolve inside W, whichever tool is called; a path that
 // is a file is INVALID_OUTPUT. Only analyze applies the protected folders.
 func TestEveryToolChecksAGivenOutputDirectory(t *testing.T) {
 	tests := []struct {
@@ -89,7 +89,7 @@ func reseal(t *testing.T, m *memWorkspace, run string, editReceipt func(map[stri
 	}
 }
 
-// SPEC §6: the receipt holds the clock's UTC time. Another zone is not the
+// protocol §6: the receipt holds the clock's UTC time. Another zone is not the
 // shape analyze writes.
 func TestAReceiptTimeOutsideUTCIsNotASavedReceipt(t *testing.T) {
 	is := is.New(t)

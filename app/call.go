@@ -13,7 +13,7 @@ import (
 // its input becomes a checked call. A transport adapter hands its own with
 // every Input: [Stdio] or [MCPCalls]. The app never asks which it is.
 type Transport interface {
-	// Name is the transport's name in the ledger (SPEC §11).
+	// Name is the transport's name in the ledger (protocol §11).
 	Name() string
 	// heard is the call as known before any check, which every answer
 	// echoes, refusals included.
@@ -23,7 +23,7 @@ type Transport interface {
 	decode(c call, in Input) (call, *Error)
 }
 
-// Stdio is the one-shot transport: the whole request of SPEC §2, read
+// Stdio is the one-shot transport: the whole request of protocol §2, read
 // from standard input.
 type Stdio struct{}
 
@@ -47,7 +47,7 @@ func (Stdio) decode(c call, in Input) (call, *Error) {
 }
 
 // MCPCalls is the MCP server's transport: a tool's name and the raw
-// params.arguments of a tools/call (SPEC §2, §9), whose answer has its
+// params.arguments of a tools/call (protocol §2, §9), whose answer has its
 // lists cut to K items.
 type MCPCalls struct{}
 
@@ -76,7 +76,7 @@ type Input struct {
 	// Short says why Data is not all of the input.
 	Short Short
 	// Arrived, when not nil, is called once the call has taken its place in
-	// the service's lines (SPEC §9, Load: calls wait in arrival order), and
+	// the service's lines (protocol §9, Load: calls wait in arrival order), and
 	// before anything in it can wait. A transport that hands the service
 	// its next call only after this keeps its calls in the order of its
 	// input.
@@ -107,7 +107,7 @@ const (
 
 // call is a call as far as its checks got (protocol.Call), and how its
 // answer is cut: cut marks a call whose answer has its lists cut to
-// listLimit items and the "truncated" key (SPEC §9), one that arrived
+// listLimit items and the "truncated" key (protocol §9), one that arrived
 // over MCP.
 type call struct {
 	protocol.Call
@@ -115,7 +115,7 @@ type call struct {
 	listLimit int
 }
 
-// callID assigns a call ID (SPEC §9): the UTC time to the second and 8
+// callID assigns a call ID (protocol §9): the UTC time to the second and 8
 // random lowercase hex digits, 20261201T073000Z-3f9a1c2e, so IDs sort by
 // time and do not collide.
 func callID(now time.Time) string {

@@ -6,7 +6,7 @@ import (
 )
 
 // checkDefinitions accepts the definitions file only when it is strict JSON
-// equal, as a JSON value, to domain.Contract (SPEC §4): key order and white
+// equal, as a JSON value, to domain.Contract (protocol §4): key order and white
 // space are free, numbers compare by exact decimal value (80 equals 80.0),
 // and true never equals 1. A file that starts with a byte order mark is
 // refused for the mark, with the fix. Every refusal is a

@@ -15,7 +15,7 @@ import (
 	"github.com/metricproof/metricproof/domain"
 )
 
-// FuzzCheckDefinitions holds checkDefinitions to SPEC §4's "equal, as a JSON
+// FuzzCheckDefinitions holds checkDefinitions to protocol §4's "equal, as a JSON
 // value, to the synthetic-v1 contract", two ways:
 //
 //   - even mode: the fuzz bytes drive a rewrite of the contract. Spelling

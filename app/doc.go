@@ -1,8 +1,8 @@
 // Package app holds metricproof's three use cases (inspect_inputs, analyze,
 // verify_result) as a service that transports drive: one call (its
-// request checks, SPEC §2 and §9, are package protocol's), the use cases,
-// the response object of SPEC §3, signed evidence (SPEC §10, with package
-// attest) and the call ledger's records (SPEC §11, with package ledger).
+// request checks, protocol §2 and §9, are package protocol's), the use cases,
+// the response object of protocol §3, signed evidence (protocol §10, with package
+// attest) and the call ledger's records (protocol §11, with package ledger).
 //
 // # How a call runs
 //

@@ -114,7 +114,7 @@ func findingCodes() map[step]Code {
 		resolvingLedger:   PathBoundary,
 		checkingLedger:    LedgerTampered,
 		recheckingLedger:  LedgerTampered,
-		appendingLedger:   IOOrNumericError, // SPEC §11: a failed append
+		appendingLedger:   IOOrNumericError, // protocol §11: a failed append
 		resolvingOutput:   PathBoundary,
 		writingRun:        OutputCollision,
 		checkingCancel:    Cancelled,

@@ -22,7 +22,7 @@ import (
 )
 
 // The fuzz targets of this file hold the whole app, through the one-shot
-// transport and the in-memory workspace, to oracles written here from SPEC
+// transport and the in-memory workspace, to oracles written here from protocol
 // §2, §3 and §6 alone:
 //
 //   - FuzzRunner: any bytes on standard input get exactly one response line
@@ -33,20 +33,20 @@ import (
 //     checksums bytes are replaced by fuzz bytes (alone, or re-bound so the
 //     later checks are reached) never panics, writes nothing, and answers
 //     success exactly when the oracle says the run is still intact, else one
-//     of the verify codes of SPEC §6.
+//     of the verify codes of protocol §6.
 //
 // Run one with, for example:
 //
 //	go test ./app -run '^$' -fuzz '^FuzzRunner$' -fuzztime 30s
 
-// Patterns of SPEC §2, written out here rather than taken from the app.
+// Patterns of protocol §2, written out here rather than taken from the app.
 var (
 	idPattern     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 	digestPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
 // fixtureDigest is the source digest of the shipped fixture, computed as
-// SPEC §4 defines it without the domain package.
+// protocol §4 defines it without the domain package.
 func fixtureDigest(t testing.TB) string {
 	t.Helper()
 	hashes := map[string]string{}
@@ -70,7 +70,7 @@ type answer struct {
 	tool      *string
 }
 
-// expectAnswer is SPEC §2 as an oracle, for a request on the shipped
+// expectAnswer is protocol §2 as an oracle, for a request on the shipped
 // fixture with --output-dir runs and no run in it yet: the limit, then the
 // checks in the order of the table, then what the tool answers.
 func expectAnswer(data []byte, digest string) answer {
@@ -131,10 +131,10 @@ func expectAnswer(data []byte, digest string) answer {
 	}
 }
 
-// verification is SPEC §3's fixed verification object.
+// verification is protocol §3's fixed verification object.
 const verification = `{"native_bi":"not_run","host_cancellation":"not_tested","os_sandbox":"not_claimed","real_model_quality":"not_tested","human_review":"not_performed"}`
 
-// checkEnvelope holds a response to SPEC §3 whatever the request was: one
+// checkEnvelope holds a response to protocol §3 whatever the request was: one
 // compact JSON line, a code from the closed set, and status, exit, ok,
 // retryable, result and verification agreeing with it.
 func checkEnvelope(t *testing.T, r response) {
@@ -150,7 +150,7 @@ func checkEnvelope(t *testing.T, r response) {
 		Verification json.RawMessage `json:"verification"`
 	}
 	if err := json.Unmarshal([]byte(r.Raw), &raw); err != nil || string(raw.Verification) != verification {
-		t.Fatalf("verification is not SPEC §3's: %q", r.Raw)
+		t.Fatalf("verification is not protocol §3's: %q", r.Raw)
 	}
 	if r.Body.ProtocolVersion != "1.0" {
 		t.Fatalf("no protocol version: %q", r.Raw)
@@ -243,7 +243,7 @@ const (
 	verifyModes
 )
 
-// verifyCodes are the answers of verify_result's checks (SPEC §6 and §10)
+// verifyCodes are the answers of verify_result's checks (protocol §6 and §10)
 // for a run whose three files are all present.
 var verifyCodes = []string{"INVALID_SAVED_RESULT", "RECEIPT_TAMPERED", "RESULT_TAMPERED", "SIGNATURE_INVALID", "STALE_SOURCES", "ENGINE_CHANGED"}
 
@@ -287,7 +287,7 @@ func memTree(t *testing.T, m *memWorkspace) map[string]string {
 
 // judgeReceipt says whether verify may accept the receipt data in place of
 // original, and whether it must. It may when data is strict JSON of the
-// same keys whose checked fields (SPEC §6: run, protocol, definition,
+// same keys whose checked fields (protocol §6: run, protocol, definition,
 // sources, digests) have the original's values, whose created_at is a UTC
 // time in analyze's layout (README), and whose build facts have their
 // shape (checked for shape only). It must when, besides, the build facts

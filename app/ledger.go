@@ -10,7 +10,7 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-// The call ledger (SPEC §11): one record per call, each line chained to
+// The call ledger (protocol §11): one record per call, each line chained to
 // the one before by its SHA256, appended before the call's answer is sent.
 
 // ledgerWaitSeconds is how long a call waits for its turn at the ledger's
@@ -20,7 +20,7 @@ const ledgerWaitSeconds = 10
 
 // CheckLedger is the pre-check every call makes before any work: the
 // ledger's path still resolves where it did when the service opened
-// (SPEC §9: each call checks again, so a directory swapped for a symlink
+// (protocol §9: each call checks again, so a directory swapped for a symlink
 // while a server runs is refused), and the ledger is empty or ends with
 // a complete, well-formed record. Only the last line is read, so a call's
 // cost does not grow with the ledger; the whole chain is
@@ -51,7 +51,7 @@ func (s *Service) CheckLedger(ctx context.Context) *Error {
 
 // ledgerHold is one call's hold on the ledger's lock. With a ledger,
 // analyze takes the lock once its pending directory is staged and keeps it
-// across its last checks, its commit and its record (SPEC §11), so that
+// across its last checks, its commit and its record (protocol §11), so that
 // no wait can leave a committed run without its record. Every other call
 // takes the lock only to append its record.
 type ledgerHold struct {

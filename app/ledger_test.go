@@ -175,7 +175,7 @@ func TestAFailedAppendIsTheAnswerAndACommittedRunStays(t *testing.T) {
 
 // With a ledger, analyze takes the ledger's lock once its run is staged
 // and makes its last checks (the sources read again, the cancel marker,
-// the ledger's last record), its commit and its record under it (SPEC
+// the ledger's last record), its commit and its record under it (protocol
 // §11): a lock it cannot have, or a ledger found damaged there, commits
 // nothing, removes the pending directory, and is not recorded.
 func TestAnAnalyzeThatCannotRecordUnderTheLedgersLockCommitsNothing(t *testing.T) {
@@ -256,7 +256,7 @@ func (h *heldAt) Cancelled(context.Context) (bool, error) {
 
 // A last line damaged between the call's pre-check and its append is not
 // built on: the append fails, so the call answers IO_OR_NUMERIC_ERROR
-// (SPEC §11; LEDGER_TAMPERED is decided before the request is read), with
+// (protocol §11; LEDGER_TAMPERED is decided before the request is read), with
 // its request_id, and appends nothing.
 func TestALedgerDamagedWhileTheCallRanIsNotBuiltOn(t *testing.T) {
 	is := is.New(t)
@@ -383,7 +383,7 @@ func TestAPanicWhileRecordingKeepsTheCallAndItsRun(t *testing.T) {
 }
 
 // A ledger directly in the output directory is named like a run ID would
-// be (SPEC §11 allows it there): a run of that ID is refused as a
+// be (protocol §11 allows it there): a run of that ID is refused as a
 // collision, before anything is written, whether or not the ledger exists
 // yet, so that no run is ever committed at the ledger's path.
 func TestARunNamedLikeTheLedgerCollides(t *testing.T) {

@@ -143,7 +143,7 @@ func codeOf(t *testing.T, a app.Answer) (code, message string) {
 	return r.Error.Code, r.Error.Message
 }
 
-// SPEC §9, Load: at most ComputeSlots calls compute at once, and the rest
+// protocol §9, Load: at most ComputeSlots calls compute at once, and the rest
 // start in the order they arrived, one as each computing call finishes.
 func TestCallsComputeAtMostSlotsAtOnceAndStartInArrivalOrder(t *testing.T) {
 	is := is.New(t)

@@ -18,14 +18,14 @@ import (
 	"github.com/metricproof/metricproof/domain"
 )
 
-// Results sized for a model's context (SPEC §9): over MCP the lists that
+// Results sized for a model's context (protocol §9): over MCP the lists that
 // grow with the data are cut to their first K items and the answer says
 // which, under "truncated"; the one-shot protocol is unchanged. These run
 // the service as the MCP transport does (Service.Serve with the raw
 // arguments), whose Answer.JSON is the tool result's text block and its
 // structuredContent.
 
-// maxAnswerBytes is SPEC §9's bound on an MCP answer at the default K.
+// maxAnswerBytes is protocol §9's bound on an MCP answer at the default K.
 const maxAnswerBytes = 12 << 10
 
 // mcpService opens the service over m as "tool-runner mcp args…" does.
@@ -304,7 +304,7 @@ func equalJSON(a, b any) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
-// dataset are the parameters of one generated set of sources within SPEC
+// dataset are the parameters of one generated set of sources within protocol
 // §8: at most 10,000 data rows and 1 MiB a file, IDs of idLen characters.
 type dataset struct {
 	seed uint64
@@ -383,7 +383,7 @@ func (d dataset) sources(t testing.TB) map[string][]byte {
 }
 
 // checkDataset runs every tool and outcome over MCP on the dataset with
-// K = k, and holds each answer to the checks of SPEC §9: at the default K
+// K = k, and holds each answer to the checks of protocol §9: at the default K
 // at most 12 KiB compact; every cut item where "truncated" says (analyze's
 // in the run's saved result.json, inspect's in the one-shot answer of the
 // same sources). It returns the largest answer.
@@ -436,7 +436,7 @@ func checkDataset(t testing.TB, d dataset, k int) int {
 	return largest
 }
 
-// The worst cases of SPEC §8 for the size of an answer: 64-character IDs,
+// The worst cases of protocol §8 for the size of an answer: 64-character IDs,
 // every list as long as 1 MiB allows, the longest money strings in the
 // first rows, every blocker, the longest refusal messages.
 func worstCases() []dataset {
@@ -450,7 +450,7 @@ func worstCases() []dataset {
 	}
 }
 
-// SPEC §9 at §8's worst: with the default K, every MCP answer of every
+// protocol §9 at §8's worst: with the default K, every MCP answer of every
 // tool and outcome is at most 12 KiB compact, and every cut item is where
 // truncated says. (FuzzMCPAnswersFitAndCutWhereTheySay explores further.)
 func TestMCPAnswersAtTheWorstCasesFit12KiB(t *testing.T) {
@@ -465,7 +465,7 @@ func TestMCPAnswersAtTheWorstCasesFit12KiB(t *testing.T) {
 	}
 }
 
-// FuzzMCPAnswersFitAndCutWhereTheySay generates data sets within SPEC §8
+// FuzzMCPAnswersFitAndCutWhereTheySay generates data sets within protocol §8
 // from its arguments and checks every tool and outcome over MCP at the
 // default K (at most 12 KiB) and at the fuzzed K (every cut item where
 // truncated says).

@@ -15,11 +15,11 @@ import (
 // these rather than hashing, parsing, computing and encoding them again.
 // The bytes are compared whole, never by their hash.
 //
-// Every call still reads its sources, as often and where SPEC §6 says;
+// Every call still reads its sources, as often and where protocol §6 says;
 // only what follows from identical bytes is reused. A one-shot process
 // makes one call and never reuses anything; the MCP server, which serves
 // many calls over the same sources, answers most from the memo. It holds
-// one reading, a few megabytes at SPEC §8's maximum, and is never
+// one reading, a few megabytes at protocol §8's maximum, and is never
 // changed once made.
 type memo struct {
 	files  map[string][]byte

@@ -16,23 +16,23 @@ type Options struct {
 	// private and public key; empty when not given. They may lie anywhere.
 	SigningKey string
 	TrustedKey string
-	// ListLimit is K of SPEC §9: over MCP every list that grows with the
+	// ListLimit is K of protocol §9: over MCP every list that grows with the
 	// data is cut to its first K items. For mcp it is DefaultListLimit
 	// unless --list-limit is given; the other commands have no lists to
 	// cut and leave it 0.
 	ListLimit int
 	// RunID and Format are the run and the page format of "tool-runner
-	// report" (SPEC §13); empty for the other commands. Format is
+	// report" (protocol §13); empty for the other commands. Format is
 	// FormatMarkdown unless --format is given.
 	RunID  string
 	Format string
 	// Command is the command these options were given to: the ledger's
 	// place has rules for tool calls that "tool-runner ledger" does not
-	// apply (SPEC §11).
+	// apply (protocol §11).
 	Command Command
 }
 
-// The bounds of --list-limit (SPEC §9), and its value when not given.
+// The bounds of --list-limit (protocol §9), and its value when not given.
 const (
 	DefaultListLimit = 10
 	MaxListLimit     = 1000
@@ -41,7 +41,7 @@ const (
 // Command names a command of tool-runner, for its option rules.
 type Command int
 
-// The commands of tool-runner (SPEC §1).
+// The commands of tool-runner (protocol §1).
 const (
 	// OneShot answers one call over standard input and output.
 	OneShot Command = iota
@@ -50,11 +50,11 @@ const (
 	// LedgerCheck checks the call ledger: "tool-runner ledger …".
 	LedgerCheck
 	// Report prints the reviewer's page of one run: "tool-runner report …"
-	// (SPEC §13).
+	// (protocol §13).
 	Report
 )
 
-// The formats of the reviewer's page (SPEC §13).
+// The formats of the reviewer's page (protocol §13).
 const (
 	FormatMarkdown = "markdown"
 	FormatHTML     = "html"

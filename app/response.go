@@ -12,8 +12,8 @@ import (
 const ProtocolVersion = "1.0"
 
 // Answer is one call's response, encoded once: the response object of
-// SPEC §3 as compact JSON (over MCP with its lists cut and "truncated",
-// SPEC §9). The stdio transport writes it as its line, the MCP transport
+// protocol §3 as compact JSON (over MCP with its lists cut and "truncated",
+// protocol §9). The stdio transport writes it as its line, the MCP transport
 // as the call's text and structured content, and the ledger hashes these
 // very bytes.
 type Answer struct {
@@ -38,7 +38,7 @@ type RunFile struct {
 // OK reports whether the call succeeded.
 func (a Answer) OK() bool { return a.Code == "" }
 
-// envelope is the response of SPEC §3, its fields in the wire's key order.
+// envelope is the response of protocol §3, its fields in the wire's key order.
 type envelope struct {
 	ProtocolVersion string     `json:"protocol_version"`
 	RequestID       *string    `json:"request_id"`
@@ -49,7 +49,7 @@ type envelope struct {
 	Error           *wireError `json:"error"`
 	Artifacts       Artifacts  `json:"artifacts"`
 	Verification    disclaimer `json:"verification"`
-	// Truncated is SPEC §9's tenth key, over MCP only; nil over stdio.
+	// Truncated is protocol §9's tenth key, over MCP only; nil over stdio.
 	Truncated *truncation `json:"truncated,omitempty"`
 }
 

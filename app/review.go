@@ -7,7 +7,7 @@ import (
 	"github.com/metricproof/metricproof/domain"
 )
 
-// The reviewer's page (SPEC §13): what "tool-runner report" says of one
+// The reviewer's page (protocol §13): what "tool-runner report" says of one
 // run, gathered here as plain values; adapters/report renders them. The
 // run is verified by the very checks of verify_result (audit), and with
 // --ledger the whole chain is checked as "tool-runner ledger" does.
@@ -34,7 +34,7 @@ type Review struct {
 	TrustedKey bool
 	// Ledger is what the ledger says of the run; nil without --ledger.
 	Ledger *LedgerEvidence
-	// Disclaimer is the verification block of every response (SPEC §3),
+	// Disclaimer is the verification block of every response (protocol §3),
 	// field by field in its key order.
 	Disclaimer []Disclaimed
 }
@@ -71,7 +71,7 @@ type LedgerEntry struct {
 	ResultSHA256 string
 }
 
-// Disclaimed is one field of the verification block of SPEC §3.
+// Disclaimed is one field of the verification block of protocol §3.
 type Disclaimed struct {
 	Field, Value string
 }

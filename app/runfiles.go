@@ -11,13 +11,13 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-// Run files as resources (SPEC §9): the MCP server lets a client read the
+// Run files as resources (protocol §9): the MCP server lets a client read the
 // files of committed runs, whole and byte for byte, and list the runs. A
 // read is not a tool call: it is not recorded in the ledger, and it writes
 // nothing.
 
 // RunFileNames returns the names of the files a run may hold, in the
-// order analyze writes them: the resource names of SPEC §9.
+// order analyze writes them: the resource names of protocol §9.
 func RunFileNames() []string { return savedFiles() }
 
 // ListedRun is one committed run of the output directory, as
@@ -30,7 +30,7 @@ type ListedRun struct {
 
 // ReadRunFile returns the exact bytes of the file name of the committed
 // run runID, after the checks verify_result makes to read a run: runID in
-// the ID grammar of SPEC §2, name one of [RunFileNames], the run a
+// the ID grammar of protocol §2, name one of [RunFileNames], the run a
 // directory inside the output directory (not a symlink), the file a
 // regular file there (not a symlink) of at most MaxSavedBytes.
 //
@@ -39,7 +39,7 @@ type ListedRun struct {
 // file fails a check. Any other code is a failure to read: the output
 // directory's place (PATH_BOUNDARY, INVALID_OUTPUT) or an I/O failure.
 func (s *Service) ReadRunFile(ctx context.Context, runID, name string) ([]byte, *Error) {
-	// SPEC §9, Load: a resource read counts against the service's compute
+	// protocol §9, Load: a resource read counts against the service's compute
 	// slots like a tool call. It takes one before any I/O, waiting in
 	// arrival order and giving up when ctx is done.
 	release, err := s.Compute(ctx)

@@ -5,14 +5,14 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/app/jsonvalue"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
 
 // The files of a run directory, in the order analyze writes them and
-// verify_result reads them (SPEC §6, §10).
+// verify_result reads them (protocol §6, §10).
 const (
 	ResultFile      = ports.ResultFile
 	ReceiptFile     = ports.ReceiptFile
@@ -58,7 +58,7 @@ type Receipt struct {
 	Signer *Signer `json:"signer,omitempty"`
 }
 
-// Signer is the key of a signed run (SPEC §10).
+// Signer is the key of a signed run (protocol §10).
 type Signer struct {
 	// KeyID is the lowercase hex SHA256 of the public key's SPKI DER.
 	KeyID string `json:"key_id"`

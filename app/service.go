@@ -35,7 +35,7 @@ type Wire func(Options) (Ports, io.Closer, error)
 // options. A transport opens it once ([Open]), hands it every call
 // ([Service.Serve]), and closes it. It is safe for concurrent calls: at
 // most [ComputeSlots] of them compute at once, the rest wait in arrival
-// order (SPEC §9, Load); analyze commits of one service are serialized,
+// order (protocol §9, Load); analyze commits of one service are serialized,
 // since the writer lock excludes other processes, and would refuse a
 // second call of this one as OUTPUT_BUSY.
 type Service struct {
@@ -147,7 +147,7 @@ func (s *Service) CheckPaths() *Error {
 }
 
 // Serve answers one call: the ledger's pre-check, the request checks of
-// SPEC §2 (and §9 over MCP), the tool, and the ledger's record, appended
+// protocol §2 (and §9 over MCP), the tool, and the ledger's record, appended
 // before the answer is returned. Every path, a recovered panic included,
 // ends in exactly one Answer.
 func (s *Service) Serve(ctx context.Context, in Input) (a Answer) {
@@ -270,6 +270,6 @@ func (s *Service) checkCancel(ctx context.Context, point string) *Error {
 // newCallID assigns a call ID from the clock.
 func (s *Service) newCallID() string { return callID(s.p.Clock.Now()) }
 
-// ListLimit is K of SPEC §9, the length the MCP answers cut their lists
+// ListLimit is K of protocol §9, the length the MCP answers cut their lists
 // to, for the options in force.
 func (s *Service) ListLimit() int { return s.opts.ListLimit }

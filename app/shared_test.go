@@ -11,7 +11,7 @@ import (
 )
 
 // sharedRequests are the cases of ../testdata/requests.json: one-shot
-// requests and the answers SPEC §2 gives them on the shipped fixture with
+// requests and the answers protocol §2 gives them on the shipped fixture with
 // --output-dir runs. cmd/tool-runner runs the same file through real
 // processes.
 func sharedRequests(t testing.TB) []testinputs.Request {
@@ -46,7 +46,7 @@ func TestSharedRequestsAnswerTheirCode(t *testing.T) {
 			r := m.run(string(requestBytes(t, tt)), "--workspace", wsRoot, "--output-dir", "runs")
 			is.Equal(r.code(), tt.Code)
 			is.Equal(r.Body.OK, tt.Code == "")
-			is.Equal(r.Body.RequestID, tt.RequestID) // echoed only when SPEC §2 says so
+			is.Equal(r.Body.RequestID, tt.RequestID) // echoed only when protocol §2 says so
 			is.Equal(r.Body.Tool, tt.Tool)
 			is.Equal(r.Exit == 0, tt.Code == "")
 			is.True(!strings.Contains(r.Raw, wsRoot)) // no absolute path

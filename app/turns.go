@@ -9,7 +9,7 @@ import (
 )
 
 // ComputeSlots is how many tool calls and resource reads of one service
-// compute at once (SPEC §9, Load): min(GOMAXPROCS, 4).
+// compute at once (protocol §9, Load): min(GOMAXPROCS, 4).
 func ComputeSlots() int { return min(runtime.GOMAXPROCS(0), 4) }
 
 // turns admits at most n holders at a time, in the order their places were
@@ -156,7 +156,7 @@ func (a *admission) release() {
 }
 
 // Compute waits, in arrival order with the tool calls, for one of the
-// service's compute slots (SPEC §9, Load: at most [ComputeSlots] tool calls
+// service's compute slots (protocol §9, Load: at most [ComputeSlots] tool calls
 // and resource reads compute at once) and returns its release, which must
 // be called once the work and the delivery of its answer are done. It
 // returns ctx's error, holding nothing, when ctx is done first. Resource

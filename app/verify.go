@@ -32,7 +32,7 @@ type check struct {
 }
 
 // Checks returns the names of verify_result's checks in the order they run
-// (SPEC §6, §10); the first that fails is the answer. signature_valid runs
+// (protocol §6, §10); the first that fails is the answer. signature_valid runs
 // only for a signed run or under --trusted-key.
 func Checks() []string {
 	var names []string
@@ -249,7 +249,7 @@ func (a *audit) resultBound() error {
 	return nil
 }
 
-// signed reports whether signature_valid applies (SPEC §10): the receipt
+// signed reports whether signature_valid applies (protocol §10): the receipt
 // names a signer, the run holds an attestation, or a trusted key is given.
 func (a *audit) signed() bool {
 	return a.parsedReceipt.Signer != nil || a.attestation != nil || a.s.trustedKey != nil

@@ -1,4 +1,4 @@
-// Package contracts holds the JSON Schemas of SPEC §12: one draft 2020-12
+// Package contracts holds the JSON Schemas of protocol §12: one draft 2020-12
 // schema for every document metricproof reads or writes (the request, the
 // response and each tool's result, the run files, the signed statement and
 // its envelope, the ledger's records, the ledger check's report and
@@ -6,7 +6,7 @@
 //
 // The files are the contract; this package only embeds them, so that code
 // can serve them without a copy written twice: the MCP server derives its
-// tools' inputSchema and outputSchema from them (SPEC §9). go:embed cannot
+// tools' inputSchema and outputSchema from them (protocol §9). go:embed cannot
 // reach a parent folder, which is why the package sits beside the files.
 // The schemas' own tests validate every document the program produces
 // against them with an independent validator.

@@ -305,7 +305,7 @@ type step struct {
 }
 
 // TestEveryDocumentTheProgramWritesValidates runs the real program in
-// this process over copies of the fixture: every refusal of SPEC §2, every
+// this process over copies of the fixture: every refusal of protocol §2, every
 // tool's success, signed runs, option and output faults, collisions, stale
 // digests, a busy writer, a cancel, damaged runs, with every call recorded
 // in a ledger; then checks the ledger in its three outcomes. Every response
@@ -362,7 +362,7 @@ func TestEveryDocumentTheProgramWritesValidates(t *testing.T) {
 		{name: "analyze a second run to damage", stdin: analyzeRequest("d2", digest), args: base, run: "d2", files: []string{"checksums.json", "receipt.json", "result.json"}},
 		{name: "verify a run with a changed receipt", stdin: verifyRequest("v9", "d2"), args: base, code: "RECEIPT_TAMPERED",
 			before: damage("d2", "receipt.json", func(b []byte) []byte { return bytes.Replace(b, []byte(`"go_version"`), []byte(`"go_version" `), 1) })},
-		// The request checks of SPEC §2, in their order.
+		// The request checks of protocol §2, in their order.
 		{name: "request over the limit", stdin: strings.Repeat("x", protocol.RequestLimitChars+1), args: base, code: "REQUEST_LIMIT"},
 		{name: "empty input", stdin: "", args: base, code: "INVALID_JSON"},
 		{name: "malformed JSON", stdin: `{"request_id":`, args: base, code: "INVALID_JSON"},

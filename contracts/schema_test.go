@@ -19,7 +19,7 @@ import (
 	"github.com/metricproof/metricproof/contracts"
 )
 
-// wantSchemas are the schemas of SPEC §12, sorted.
+// wantSchemas are the schemas of protocol §12, sorted.
 func wantSchemas() []string {
 	return []string{"analyze-result", "attestation", "checksums", "inspect-result", "ledger-record",
 		"ledger-report", "receipt", "request", "response", "statement", "verify-result", "version"}
@@ -463,7 +463,7 @@ func refFaults(doc any) []string {
 // exactly the files of schemas/, byte for byte, and nothing else.
 func TestSchemaReturnsEveryEmbeddedFileByName(t *testing.T) {
 	is := is.New(t)
-	is.Equal(contracts.SchemaNames(), wantSchemas()) // the schemas of SPEC §12, and version (SPEC §1)
+	is.Equal(contracts.SchemaNames(), wantSchemas()) // the schemas of protocol §12, and version (protocol §1)
 	entries, err := os.ReadDir("schemas")
 	is.NoErr(err)
 	is.Equal(len(entries), len(wantSchemas())) // no stray file in schemas/
@@ -811,7 +811,7 @@ func TestRequestDefsAreTheToolArguments(t *testing.T) {
 }
 
 // TestResponseRootListsTheNineKeysInWireOrder: the root is a plain
-// closed object with the nine properties of SPEC §3 at its top level, in
+// closed object with the nine properties of protocol §3 at its top level, in
 // the wire's order; per-tool correlation sits only in the root allOf.
 func TestResponseRootListsTheNineKeysInWireOrder(t *testing.T) {
 	is := is.New(t)

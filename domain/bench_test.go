@@ -11,7 +11,7 @@ import (
 	"github.com/metricproof/metricproof/internal/testinputs"
 )
 
-// Benchmarks at the limits of SPEC §8: the maximum inputs described in
+// Benchmarks at the limits of protocol §8: the maximum inputs described in
 // testdata/max-sources.json (10,000 transactions with 64-character IDs
 // within 1 MiB, 10,000 groups and 10,000 customers), which app and
 // cmd/tool-runner generate too. The Baseline

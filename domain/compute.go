@@ -36,7 +36,7 @@ func Compute(in Inputs, sourceDigest string) (Result, error) {
 // without computing a single number: the blank prices, the join's keys and
 // whether any row is eligible. It is what inspect_inputs reports, and it
 // cannot fail where Compute succeeds: the rows are validated (successes ≤
-// eligible on each), and SPEC §4's limits keep every product and sum
+// eligible on each), and protocol §4's limits keep every product and sum
 // exact at precision 80, so Compute's numeric faults never occur there.
 func Blockers(in Inputs) []Blocker {
 	missing := []string{}
@@ -78,7 +78,7 @@ func revenue(ctx *apd.Context, txs []Transaction) (Revenue, []string, error) {
 	// not copy, and cut out of it at the end: no string a row.
 	var text strings.Builder
 	text.Grow(24 * len(txs))
-	var scratch [96]byte // a money string of SPEC §4's numbers has at most 44 bytes
+	var scratch [96]byte // a money string of protocol §4's numbers has at most 44 bytes
 	ends := make([]int32, len(txs))
 	var quantity, price, keep, gross, net, subtotal apd.Decimal
 	for i := range txs {

@@ -11,7 +11,7 @@ import (
 	"github.com/metricproof/metricproof/domain"
 )
 
-// The shipped fixture, exactly as SPEC §7 prints it.
+// The shipped fixture, exactly as protocol §7 prints it.
 const (
 	fixtureTransactions = "transaction_id,customer_id,quantity,unit_price,discount\n" +
 		"T1,C1,2,100.00,0.10\nT2,C2,-1,90.00,0\nT3,C3,1,50.00,0\nT4,C4,3,,0\nT5,C5,4,12.50,1\n"

@@ -8,9 +8,9 @@ import (
 	"unicode/utf8"
 )
 
-// The CSV dialect of the sources (SPEC §4) is RFC 4180, which
+// The CSV dialect of the sources (protocol §4) is RFC 4180, which
 // encoding/csv reads: quoting, LF or CRLF line ends, empty lines skipped,
-// nothing trimmed. Four rules of SPEC §4 are stricter than encoding/csv,
+// nothing trimmed. Four rules of protocol §4 are stricter than encoding/csv,
 // which reads all of these into a field: a byte order mark, a carriage
 // return without a line feed, bytes that are not UTF-8, and a quoted field
 // holding a line break (no field a source may hold can contain one, so
@@ -186,7 +186,7 @@ func skipEmptyLines(data []byte, i int) int {
 }
 
 // suspect reports whether a record read by encoding/csv (rest: its bytes
-// from its first one) may break one of the rules of SPEC §4 that
+// from its first one) may break one of the rules of protocol §4 that
 // encoding/csv does not check: spans when it spans more than one line.
 func suspect(rest []byte, spans bool) bool {
 	if spans || !utf8.Valid(rest) {

@@ -6,13 +6,13 @@ import (
 	"github.com/cockroachdb/apd/v3"
 )
 
-// The arithmetic of SPEC §5: decimal with precision 80, in
+// The arithmetic of protocol §5: decimal with precision 80, in
 // github.com/cockroachdb/apd. One context serves a whole computation, and
 // the values of a row are reused for the next, so the loop allocates
 // nothing while the numbers fit apd's inline coefficient (128 bits, which
 // one row's product always does; only a sum past 10^38 spills).
 //
-// SPEC §4 bounds every number a source holds (12 integer and 6
+// protocol §4 bounds every number a source holds (12 integer and 6
 // fractional digits), so a row's product has at most 36 significant
 // digits and a sum of 10,000 rows at most 41: nothing but the rate ever
 // rounds at precision 80. Every step's conditions are checked anyway,
@@ -34,7 +34,7 @@ func newContext() *apd.Context {
 }
 
 // Amount is a nonnegative plain decimal of a source, as parsed: a count
-// of millionths (12.5 is 12500000), since SPEC §4 allows at most 6
+// of millionths (12.5 is 12500000), since protocol §4 allows at most 6
 // fractional digits, and below 10^18. The computation sets apd decimals
 // from it with SetFinite, never from text. Eight bytes, not the sixteen of
 // a coefficient and a scale: a transaction is 64 bytes.
@@ -79,7 +79,7 @@ func exact(c apd.Condition, err error) bool {
 	return c == 0 && err == nil
 }
 
-// appendMoney appends d as a money string of SPEC §5: plain decimal
+// appendMoney appends d as a money string of protocol §5: plain decimal
 // notation, trailing fractional zeros and a trailing point removed, "0"
 // for every zero (negative zero included).
 func appendMoney(dst []byte, d *apd.Decimal) []byte {

@@ -7,7 +7,7 @@ import (
 )
 
 // MaxListedFaults is how many faults of one source a [DataError] lists:
-// the first and up to 19 more (SPEC §4); it counts the rest.
+// the first and up to 19 more (protocol §4); it counts the rest.
 const MaxListedFaults = 20
 
 // Fault is one rule a CSV source breaks, at one place. No fault holds a

@@ -8,7 +8,7 @@ import (
 	"github.com/matryer/is"
 )
 
-// The longest message a source can get stays under 4 KiB (SPEC §4): 20
+// The longest message a source can get stays under 4 KiB (protocol §4): 20
 // faults of the longest text at the largest line and column a 1 MiB file
 // can have (every byte a line, or a comma), the longest field name, and
 // the count of the rest. Every reason and fix the package writes is here;

@@ -28,7 +28,7 @@ import (
 //     the data, and when accepted compute a well-formed, exactly right result.
 //   - FuzzCSVParsersKeepTheRules: each CSV parser (ParseTransactions,
 //     ParseGroups, ParseCustomers) accepts exactly what passes the rules of
-//     SPEC §4, re-stated here on the raw bytes and, with regular
+//     protocol §4, re-stated here on the raw bytes and, with regular
 //     expressions and math/big, on the records encoding/csv reads; keeps
 //     every field byte for byte (numbers by value: leading and trailing zeros
 //     are not kept); and refuses with a file, line and column inside
@@ -45,10 +45,10 @@ import (
 //	go test ./domain -run '^$' -fuzz '^FuzzParseSources$' -fuzztime 60s -fuzzminimizetime 2s
 
 // fuzzSources are the choices of the source a fuzz input replaces; the other
-// three stay the SPEC §7 fixture.
+// three stay the protocol §7 fixture.
 var fuzzSources = []string{domain.TransactionsFile, domain.GroupsFile, domain.CustomersFile, domain.DefinitionsFile}
 
-// fuzzHeaders are the headers of SPEC §4, written out here rather than taken
+// fuzzHeaders are the headers of protocol §4, written out here rather than taken
 // from the package.
 var fuzzHeaders = map[string][]string{
 	domain.TransactionsFile: {"transaction_id", "customer_id", "quantity", "unit_price", "discount"},
@@ -303,7 +303,7 @@ func checkSourceError(t *testing.T, file string, data []byte, err error) {
 }
 
 // checkResult computes over accepted records and checks the result against
-// math/big and a re-statement of SPEC §5.
+// math/big and a re-statement of protocol §5.
 func checkResult(t *testing.T, in domain.Inputs) {
 	t.Helper()
 	r, err := domain.Compute(in, "digest")
@@ -440,7 +440,7 @@ func ratOf(t *testing.T, text string) *big.Rat {
 	return r
 }
 
-// checkMoney holds a money string to SPEC §5: plain notation, no trailing
+// checkMoney holds a money string to protocol §5: plain notation, no trailing
 // fractional zeros, "0" for zero, and exactly the value want.
 func checkMoney(t *testing.T, s string, want *big.Rat) {
 	t.Helper()
@@ -516,14 +516,14 @@ func FuzzFormatRate(f *testing.F) {
 	})
 }
 
-// The oracle of FuzzCSVParsersKeepTheRules re-states SPEC §4: first on the
+// The oracle of FuzzCSVParsersKeepTheRules re-states protocol §4: first on the
 // raw bytes, the one rule it cannot see in records (a CR not followed by
 // LF, which encoding/csv reads into a field or drops before EOF), then on
 // the records encoding/csv reads (Comma ',', no comment character,
 // LazyQuotes false, TrimLeadingSpace false, FieldsPerRecord the header's
 // count). The other rules stricter than encoding/csv (a line break inside
 // quotes, invalid UTF-8, a byte order mark) end up inside a field, where no
-// header name, ID or number of SPEC §4 can hold them.
+// header name, ID or number of protocol §4 can hold them.
 var (
 	idRE     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 	countRE  = regexp.MustCompile(`^[0-9]{1,12}$`)
@@ -531,7 +531,7 @@ var (
 	amountRE = regexp.MustCompile(`^[0-9]{1,12}(\.[0-9]{1,6})?$`)
 )
 
-// isLabel re-states SPEC §4's segment: 1 to 64 code points of valid
+// isLabel re-states protocol §4's segment: 1 to 64 code points of valid
 // UTF-8, none of Unicode category Cc, no U+0020 at either end.
 func isLabel(s string) bool {
 	if !utf8.ValidString(s) || utf8.RuneCountInString(s) < 1 || utf8.RuneCountInString(s) > 64 ||
@@ -542,7 +542,7 @@ func isLabel(s string) bool {
 }
 
 // oracleRecords returns the data records encoding/csv reads from data when
-// they pass the rules of SPEC §4 for file, or the reason they do not.
+// they pass the rules of protocol §4 for file, or the reason they do not.
 func oracleRecords(file string, data []byte) ([][]string, string) {
 	for i, c := range data {
 		if c == '\r' && (i+1 == len(data) || data[i+1] != '\n') {

@@ -30,7 +30,7 @@ func dataError(t *testing.T, file, data string) *domain.DataError {
 	return de
 }
 
-// Every export mistake SPEC §4 names is named where it is, with its fix:
+// Every export mistake protocol §4 names is named where it is, with its fix:
 // the first fault's place, field, reason and fix.
 func TestEachExportMistakeIsNamedWithItsFix(t *testing.T) {
 	const (
@@ -194,7 +194,7 @@ func TestWhatEndsTheChecking(t *testing.T) {
 	})
 }
 
-// segment is a label as a spreadsheet writes it (SPEC §4): 1 to 64 code
+// segment is a label as a spreadsheet writes it (protocol §4): 1 to 64 code
 // points of UTF-8, no control character, no space at either end.
 func TestSegmentsAreLabels(t *testing.T) {
 	good := []string{"Online EU", "Großhandel", `"retail, web"`, `"say ""hi"""`, "x", strings.Repeat("ß", 64), "a\u00a0b", "\u200bmid\ufeff", "a  b", "日本の小売"}

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// The common export mistakes of SPEC §4 that a fault's message explains,
+// The common export mistakes of protocol §4 that a fault's message explains,
 // with what to do: a byte order mark and a byte that is not UTF-8 (csv.go,
 // fixBOM and fixUTF8), a header separated by semicolons or tabs, and in a
 // number, thousands separators or a currency symbol. The fixes are fixed

@@ -10,7 +10,7 @@ import (
 	"github.com/metricproof/metricproof/domain"
 )
 
-// The extremes of SPEC §4: 12 integer digits, 6 fractional digits, and every
+// The extremes of protocol §4: 12 integer digits, 6 fractional digits, and every
 // discount from 0 to 1. Products must come out exact and in plain notation.
 // Expected values were worked out with Python's decimal module, not this code.
 func TestRevenueIsExactAtTheExtremes(t *testing.T) {

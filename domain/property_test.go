@@ -16,7 +16,7 @@ import (
 	"github.com/metricproof/metricproof/domain"
 )
 
-// Property tests of the calculation (SPEC §5) against an oracle written
+// Property tests of the calculation (protocol §5) against an oracle written
 // here in math/big from the CSV texts themselves, never from the parsed
 // records or the package's arithmetic. Sources come from a generator with
 // fixed seeds, so every run tests the same inputs and a failure names its
@@ -144,7 +144,7 @@ func rat(t *testing.T, s string) *big.Rat {
 	return r
 }
 
-// expected is SPEC §5 computed by the oracle from the texts.
+// expected is protocol §5 computed by the oracle from the texts.
 type expected struct {
 	contributions []*big.Rat // nil where the price is blank
 	subtotal      *big.Rat
@@ -197,7 +197,7 @@ func oracle(t *testing.T, g genRows) expected {
 	return e
 }
 
-// money is the exact value of a money string, which must be SPEC §5's
+// money is the exact value of a money string, which must be protocol §5's
 // notation.
 func money(t *testing.T, s string) *big.Rat {
 	t.Helper()
@@ -342,7 +342,7 @@ func TestTheCalculationKeepsItsProperties(t *testing.T) {
 	}
 }
 
-// The maxima of SPEC §4 on every row at once: 10,000 transactions of
+// The maxima of protocol §4 on every row at once: 10,000 transactions of
 // 12-digit quantities and 12+6-digit prices, 10,000 groups of 12-digit
 // counts. The subtotal needs 28 integer and 12 fractional digits, all
 // exact.

@@ -15,7 +15,7 @@ func ratAmount(a domain.Amount) *big.Rat {
 
 // checkRevenueAgainstBig computes the revenue of txs and holds every
 // contribution and the subtotal to quantity × unit_price × (1 − discount)
-// in math/big rationals, and to SPEC §5's money notation.
+// in math/big rationals, and to protocol §5's money notation.
 func checkRevenueAgainstBig(t *testing.T, txs []domain.Transaction) {
 	t.Helper()
 	r, err := domain.Compute(domain.Inputs{Transactions: txs}, strings.Repeat("0", 64))
@@ -46,7 +46,7 @@ func checkRevenueAgainstBig(t *testing.T, txs []domain.Transaction) {
 	checkMoney(t, r.Revenue.KnownSubtotal, sum)
 }
 
-// Revenue is exact at the extremes of SPEC §4, one row and many: 10,000
+// Revenue is exact at the extremes of protocol §4, one row and many: 10,000
 // rows of 999999999999 × 999999999999.999999 sum to about 10^28 (past
 // apd's inline 128 bits, 41 digits at 12 places), and signs, zero and full
 // discounts and every scale meet.

@@ -18,7 +18,7 @@ const (
 	cuHeader = "customer_id,segment\n"
 )
 
-// Every rule of SPEC §4, from testdata/sources.json (which cmd/tool-runner
+// Every rule of protocol §4, from testdata/sources.json (which cmd/tool-runner
 // runs through real processes too): the error's type, file, line, column
 // and field, and a message that names them. Removed files and the 1 MiB
 // limit belong to the reader, the definitions file to the app.

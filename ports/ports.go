@@ -107,7 +107,7 @@ type PathResolver interface {
 	Resolve(path string) (Location, error)
 }
 
-// Names on disk that are part of the contract (SPEC §6).
+// Names on disk that are part of the contract (protocol §6).
 const (
 	// LockFile is the writer lock's file inside an output directory.
 	LockFile = ".writer.lock"
@@ -215,7 +215,7 @@ type SavedFile struct {
 	Data []byte
 }
 
-// LedgerStore keeps the call ledger (SPEC §11): a file of records, one
+// LedgerStore keeps the call ledger (protocol §11): a file of records, one
 // per line. rel is always a Location.Rel returned by PathResolver.Resolve,
 // whose directory exists.
 //
@@ -255,7 +255,7 @@ type LedgerStore interface {
 
 // HeldLedger is the ledger under an exclusive lock that its holder keeps
 // across several steps: analyze takes it before its commit, so that the
-// run and its record are made under one lock (SPEC §11).
+// run and its record are made under one lock (protocol §11).
 type HeldLedger interface {
 	// LastLine returns the ledger's last line as LedgerStore.LastLine
 	// does, under the held lock.
@@ -271,7 +271,7 @@ type HeldLedger interface {
 	Release() error
 }
 
-// KeyReader reads the operator's signing keys (SPEC §10). Key paths are
+// KeyReader reads the operator's signing keys (protocol §10). Key paths are
 // the operator's configuration: they may lie anywhere, and never appear in
 // a message.
 type KeyReader interface {

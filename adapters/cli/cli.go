@@ -1,4 +1,4 @@
-// Package cli parses tool-runner's command line (SPEC §1, §9, §11): the
+// Package cli parses tool-runner's command line (protocol §1, §9, §11): the
 // options of the one-shot call, of "tool-runner mcp", of "tool-runner
 // ledger" and of "tool-runner report", into the app's [app.Options]. Both transports parse with it, so
 // one rule holds for both; tests that open a service as a command would

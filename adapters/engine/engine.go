@@ -31,7 +31,7 @@ func New() *Self { return &Self{identity: sync.OnceValues(identify)} }
 // of the first is the panic of every call, never a zero identity).
 func (s *Self) Identity() (ports.EngineIdentity, error) { return s.identity() }
 
-// identify hashes the running executable (SPEC §6). On Linux it reads
+// identify hashes the running executable (protocol §6). On Linux it reads
 // /proc/self/exe, which is the image actually running even if the file at
 // its path was replaced since; elsewhere the resolved os.Executable path.
 func identify() (ports.EngineIdentity, error) {

@@ -19,7 +19,7 @@ import (
 // is answered -32600 without being held in memory whole.
 const MaxLineBytes = 16 << 20
 
-// The load bounds of SPEC §9.
+// The load bounds of protocol §9.
 const (
 	// MaxHeldBytes bounds what the calls read and not yet answered hold,
 	// as the connection counts it (see [call]): at or past it, the server
@@ -40,7 +40,7 @@ const (
 type Unhandled func(tool string, arguments json.RawMessage) (*sdk.CallToolResult, bool)
 
 // Connect serves server over in and out, one JSON-RPC message per line,
-// and returns the session (SPEC §9). When stop is closed the server stops
+// and returns the session (protocol §9). When stop is closed the server stops
 // taking calls and ends its session once the calls in flight are answered;
 // nil never stops. The SDK answers a call cancelled while it waited for a
 // handler with a JSON-RPC error of its own; unhandled, when not nil,
@@ -62,13 +62,13 @@ func (t *lineTransport) Connect(context.Context) (sdk.Connection, error) {
 }
 
 // lineConn is one session's connection: one JSON-RPC message per line,
-// with the strict checks of SPEC §9 on every line (decodeLine). It answers
+// with the strict checks of protocol §9 on every line (decodeLine). It answers
 // a line that is not JSON (-32700) or not an acceptable JSON-RPC 2.0
 // message (-32600) itself and keeps the session going, and it holds end of
 // input (and the stop signal) back until every call it handed to the SDK
 // has been answered.
 //
-// It also bounds the load (SPEC §9, Load). Every call it hands to the SDK
+// It also bounds the load (protocol §9, Load). Every call it hands to the SDK
 // is counted at what it holds until its answer is written; at or past
 // MaxHeldBytes it reads no further line. A tools/call is handed over alone:
 // the next line is read once the call has taken its place in the service's

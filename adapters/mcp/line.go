@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// The bounds of SPEC §9 on one line, beside MaxLineBytes.
+// The bounds of protocol §9 on one line, beside MaxLineBytes.
 const (
 	// MaxOutsideBytes is the most a message may hold outside the value of
 	// params.arguments: no message this server takes needs more.
@@ -36,7 +36,7 @@ type line struct {
 	err     error // io.EOF at the end of input
 }
 
-// message is a line that passed the checks of SPEC §9: what goes to the
+// message is a line that passed the checks of protocol §9: what goes to the
 // SDK, and what the connection needs to know about it.
 type message struct {
 	msg jsonrpc.Message
@@ -75,7 +75,7 @@ type scanned struct {
 	data             []byte
 }
 
-// decodeLine applies SPEC §9 to one line: nil, nil for a blank line; the
+// decodeLine applies protocol §9 to one line: nil, nil for a blank line; the
 // message to hand to the SDK; or the JSON-RPC error line to answer
 // instead. It builds no tree of the line: a first pass reads its tokens
 // (a line that is not JSON is -32700, wherever its fault), measuring what

@@ -21,12 +21,12 @@ func toolCall(id, arguments, extra string) string {
 	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"inspect_inputs","arguments":` + arguments + extra + `}}`
 }
 
-// SPEC §9's strictness, line by line: what is not JSON is -32700 wherever
+// protocol §9's strictness, line by line: what is not JSON is -32700 wherever
 // the fault is; what is not an acceptable message is -32600, with the id
 // when it is present once and valid; what is wrong inside params.arguments
 // goes on to the tool. A valid id is a string or an integer within
 // ±(2^53−1).
-func TestEachLineGetsTheAnswerSPECGivesIt(t *testing.T) {
+func TestEachLineGetsTheAnswerTheProtocolGivesIt(t *testing.T) {
 	meta := func(v string) string { return `,"_meta":` + v }
 	tests := []struct {
 		name, line string

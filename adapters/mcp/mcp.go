@@ -1,14 +1,14 @@
-// Package mcp is metricproof's Model Context Protocol transport (SPEC §9):
+// Package mcp is metricproof's Model Context Protocol transport (protocol §9):
 // "tool-runner mcp" serves the three tools to any MCP host over standard
 // input and output, over the same app as the one-shot protocol.
 //
 // It only frames. The SDK (github.com/modelcontextprotocol/go-sdk) speaks
 // the protocol: the handshake, tools/list, tools/call, cancellation. In
 // front of it sits a line transport of our own ([Connect]) that runs the
-// strict JSON check of SPEC §9 on every line without building a tree of it,
+// strict JSON check of protocol §9 on every line without building a tree of it,
 // answers what the SDK would mishandle (a NaN, a batch, a duplicate key
 // outside the tool's arguments, an id the SDK would round) and keeps the
-// session going, bounds what the calls in flight hold (SPEC §9, Load), and
+// session going, bounds what the calls in flight hold (protocol §9, Load), and
 // holds end of input back until every call is answered. The tools are
 // registered with the SDK's low-level Server.AddTool, and the raw bytes of
 // params.arguments reach the app, which checks them as it checks a
@@ -125,7 +125,7 @@ func NewServer(svc *app.Service, version string, stop context.Context) (*sdk.Ser
 
 // handler answers tools/call of one tool: the raw bytes of
 // params.arguments go to the app as they arrived; the answer is the
-// response object of SPEC §3, as the text content and as the structured
+// response object of protocol §3, as the text content and as the structured
 // content, with isError exactly when ok is false.
 func handler(svc *app.Service, tool string, stop context.Context) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -143,7 +143,7 @@ func handler(svc *app.Service, tool string, stop context.Context) sdk.ToolHandle
 }
 
 // toolResult is the tool result of an answer: the response object of
-// SPEC §3 (its lists cut, with "truncated", §9) as the text content and
+// protocol §3 (its lists cut, with "truncated", §9) as the text content and
 // as the structured content, with isError exactly when ok is false; then
 // a resource_link to each run file the answer is about.
 func toolResult(a app.Answer) *sdk.CallToolResult {

@@ -29,7 +29,7 @@ import (
 	"github.com/metricproof/metricproof/app"
 )
 
-// Results sized for a model's context and run files as resources (SPEC
+// Results sized for a model's context and run files as resources (protocol
 // §9), through the SDK's own client over its in-memory transports.
 
 // A successful analyze links every file of its run, and a successful
@@ -87,7 +87,7 @@ func TestAnswersLinkTheirRunFilesAndEachLinkReadsTheExactBytes(t *testing.T) {
 	}
 }
 
-// The one resource template of SPEC §9.
+// The one resource template of protocol §9.
 func TestTheServerListsOneResourceTemplate(t *testing.T) {
 	is := is.New(t)
 	cs := session(t, newWorld(t).service("--output-dir", "runs"), context.Background())
@@ -263,7 +263,7 @@ func TestAReadThatFailsIsAnInternalError(t *testing.T) {
 	is.NoErr(err) // the other files still read
 }
 
-// SPEC §9: the served input schemas are flat, every property with its own
+// protocol §9: the served input schemas are flat, every property with its own
 // type, pattern and description, and no combinator or $ref at any depth.
 func TestTheServedInputSchemasAreFlat(t *testing.T) {
 	is := is.New(t)

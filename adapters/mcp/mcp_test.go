@@ -199,7 +199,7 @@ func digestOf(t *testing.T, cs *sdk.ClientSession) string {
 	return res.SourceDigest
 }
 
-// The tools of SPEC §9 over the SDK's in-memory transports: inspect;
+// The tools of protocol §9 over the SDK's in-memory transports: inspect;
 // analyze with and without run_id (the call ID is the run ID, an assigned
 // one is time and 8 hex); verify of both; and the refusals an agent meets.
 func TestTheThreeToolsOverMCP(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"github.com/metricproof/metricproof/app"
 )
 
-// Run files as resources (SPEC §9): every file of a committed run is the
+// Run files as resources (protocol §9): every file of a committed run is the
 // resource metricproof://runs/<run_id>/<file>, so the complete evidence is
 // one read away from a tool result that holds only the first K items of
 // each list.
@@ -25,7 +25,7 @@ import (
 // The SDK serves resources/templates/list from the template registered
 // here. resources/list and resources/read are answered by a middleware in
 // front of the SDK's own methods: the runs live on disk, not in the SDK's
-// registry, and the SDK's not-found error is not the one SPEC §9 pins (its
+// registry, and the SDK's not-found error is not the one protocol §9 pins (its
 // code follows MCPGODEBUG, and it writes data.uri Go-quoted, which is not
 // JSON for a URI holding U+007F).
 
@@ -184,7 +184,7 @@ func (r *resources) mac(runID string) []byte {
 	return m.Sum(nil)[:16]
 }
 
-// notFound is SPEC §9's resource-not-found error: -32602 whatever
+// notFound is protocol §9's resource-not-found error: -32602 whatever
 // MCPGODEBUG says, with the URI in data as JSON.
 func notFound(uri, why string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Resource not found: " + why, Data: uriData(uri)}

@@ -66,7 +66,7 @@ func tools() []tool {
 
 // Tools returns the three tool definitions, sorted by name, with their
 // input and output schemas derived from contracts/schemas; listLimit is the
-// K of SPEC §9 the answers' lists are cut to, which the output schemas
+// K of protocol §9 the answers' lists are cut to, which the output schemas
 // state.
 func Tools(listLimit int) ([]*sdk.Tool, error) {
 	f := false
@@ -107,7 +107,7 @@ type schemas map[string]map[string]any
 const runIDDescription = "Optional: the run ID to commit the run under (1 to 64 ASCII letters, digits, '_' or '-', " +
 	"starting with a letter or digit); it must be new. Absent, the server assigns one."
 
-// inputSchema is the tool's inputSchema (SPEC §9): the request schema's
+// inputSchema is the tool's inputSchema (protocol §9): the request schema's
 // arguments of the tool, self-contained and flat, plus the optional run_id
 // for analyze.
 func (docs schemas) inputSchema(tool string) (json.RawMessage, error) {
@@ -145,7 +145,7 @@ func (docs schemas) inputSchema(tool string) (json.RawMessage, error) {
 }
 
 // combinators are the keywords an input schema may not hold at any depth
-// (SPEC §9): hosts convert tool schemas into function-calling subsets
+// (protocol §9): hosts convert tool schemas into function-calling subsets
 // that lack them.
 func combinators() []string { return []string{"allOf", "anyOf", "oneOf", "$ref"} }
 
@@ -209,8 +209,8 @@ func flatten(v any) (any, error) {
 	return v, nil
 }
 
-// outputSchema is the tool's outputSchema (SPEC §9, §12): the whole
-// response object of SPEC §3, self-contained, with tool fixed to its name
+// outputSchema is the tool's outputSchema (protocol §9, §12): the whole
+// response object of protocol §3, self-contained, with tool fixed to its name
 // and result its result schema or null, so error results conform too; the
 // lists an MCP answer cuts hold at most listLimit items, and the object
 // has the tenth key "truncated". Of the response schema's conditions, the

@@ -12,7 +12,7 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-// Waiting for a flock (SPEC §11) sleeps in the kernel: a blocking flock(2)
+// Waiting for a flock (protocol §11) sleeps in the kernel: a blocking flock(2)
 // on a goroutine of its own, raced against the wait's timer and the
 // caller's context. A polling loop of LOCK_NB tries would burn the CPU
 // that the lock's holder needs: under a burst of 400 processes on 2 cores

@@ -22,7 +22,7 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-// The ledger's waits on a real kernel (SPEC §11): they sleep in flock(2),
+// The ledger's waits on a real kernel (protocol §11): they sleep in flock(2),
 // one per file per process, and end at once on cancellation while another
 // process holds the lock. The kernel lists every flock request that waits
 // in /proc/locks ("->"), which is how these tests see the waits.

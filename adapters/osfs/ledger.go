@@ -23,7 +23,7 @@ var _ ports.LedgerStore = (*Workspace)(nil)
 const maxLedgerLineBytes = 64 << 10
 
 // readLockWait is how long a read of the ledger waits for its shared
-// flock: as long as an append waits for its exclusive one (SPEC §11's
+// flock: as long as an append waits for its exclusive one (protocol §11's
 // 10 s), so that ErrBusy means the same wait to the app either way.
 const readLockWait = 10 * time.Second
 

@@ -9,7 +9,7 @@ import (
 
 // Windows has no flock(2), and os offers no rename that refuses to
 // replace a directory, so the writer lock, the ledger's lock and the
-// commit cannot be what SPEC §6 and §11 promise. Every operation that
+// commit cannot be what protocol §6 and §11 promise. Every operation that
 // needs them is refused before it creates or changes anything, with
 // ports.ErrPlatform (IO_OR_NUMERIC_ERROR: run on Linux or macOS);
 // reading sources and runs needs neither, so inspect_inputs and

@@ -33,7 +33,7 @@ import (
 //     directory is outside.
 //   - The kernel fails with ELOOP or ENOTDIR: Resolve fails too.
 //
-// Where SPEC leaves the answer open (a dangling symlink on the way, ".."
+// Where the protocol leaves the answer open (a dangling symlink on the way, ".."
 // after a missing component) only the shape of the answer is checked.
 //
 //	go test ./adapters/osfs -run '^$' -fuzz '^FuzzResolve$' -fuzztime 30s -fuzzminimizetime 2s

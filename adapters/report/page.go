@@ -1,4 +1,4 @@
-// Package report renders the reviewer's page of SPEC §13: one page, for
+// Package report renders the reviewer's page of protocol §13: one page, for
 // the person who must decide on a run's release, of what "tool-runner
 // report" found. It is fed the plain values of [app.Review] and writes
 // Markdown ([Markdown]) or one self-contained HTML5 document ([HTML]).
@@ -23,7 +23,7 @@ import (
 // BuildCommand is README's build command, which the rebuild recipe names.
 const BuildCommand = `CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/tool-runner ./cmd/tool-runner`
 
-// maxSubjects is how many subjects of each blocker the page lists (SPEC §13).
+// maxSubjects is how many subjects of each blocker the page lists (protocol §13).
 const maxSubjects = 20
 
 // page is the format-neutral page: a verdict and its sections.
@@ -64,8 +64,8 @@ func code(s string) span { return span{Text: s, Code: true} }
 
 func para(spans ...span) block { return block{Para: spans} }
 
-// newPage builds the page of SPEC §13 from a review, its sections in the
-// order the SPEC lists them.
+// newPage builds the page of protocol §13 from a review, its sections in the
+// order the protocol lists them.
 func newPage(r app.Review) page {
 	p := page{Verified: r.Verified()}
 	if p.Verified {

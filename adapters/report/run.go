@@ -32,7 +32,7 @@ its first line), 2 an option fault (one line on standard error, nothing on
 standard output).
 `
 
-// Run runs "tool-runner report" (SPEC §13): args are the command line
+// Run runs "tool-runner report" (protocol §13): args are the command line
 // after the word report. It verifies the run, prints the page and returns
 // the exit status: 0 verified, 1 a fault of the run or the ledger (the
 // page is still printed), 2 an option fault, named by its code in one line

@@ -1,8 +1,8 @@
-// Package stdio is the one-shot transport of protocol 1.0 (SPEC §1–§3): it
+// Package stdio is the one-shot transport of protocol 1.0 (protocol §1–§3): it
 // parses the options, reads one request from standard input under the
 // character limit, hands it to the app, writes the one response line and
 // maps the answer to the exit status. It also frames the operator commands
-// "tool-runner ledger" (SPEC §11) and "tool-runner version" (SPEC §1).
+// "tool-runner ledger" (protocol §11) and "tool-runner version" (protocol §1).
 //
 // It only frames: every check and every code is the app's.
 package stdio
@@ -80,7 +80,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		return reply(stdout, app.Refuse(e))
 	}
 	defer s.Close()
-	// The ledger's pre-check comes before the read (SPEC §11), so that a
+	// The ledger's pre-check comes before the read (protocol §11), so that a
 	// damaged ledger is answered at once even while the caller holds the
 	// input open; Serve checks it again once the request is read, which
 	// may have taken as long as the caller liked.
@@ -172,7 +172,7 @@ func Write(w io.Writer, line []byte) error {
 	return err
 }
 
-// Ledger runs "tool-runner ledger" (SPEC §11): it checks the ledger's whole
+// Ledger runs "tool-runner ledger" (protocol §11): it checks the ledger's whole
 // chain and prints one compact JSON line. Exit 0 verified, 1 tampered, 2
 // an option fault.
 func Ledger(args []string, stdout io.Writer, wire app.Wire) int {

@@ -9,7 +9,7 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-// VersionLine is what "tool-runner version" prints (SPEC §1,
+// VersionLine is what "tool-runner version" prints (protocol §1,
 // contracts/schemas/version.schema.json): the engine's SHA256 and the
 // receipt's build facts under the receipt's names, so an auditor compares
 // them with a receipt key by key, and every build setting Go recorded, so

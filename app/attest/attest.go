@@ -1,4 +1,4 @@
-// Package attest signs and checks a run's evidence (SPEC §10): a DSSE
+// Package attest signs and checks a run's evidence (protocol §10): a DSSE
 // envelope around an in-toto Statement v1 whose subjects are files named
 // with their SHA256 and whose predicate is a JSON document, signed with an
 // Ed25519 key. Any DSSE verifier that knows the public key can check it
@@ -18,8 +18,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/app/jsonvalue"
+	"github.com/metricproof/metricproof/domain"
 )
 
 const (

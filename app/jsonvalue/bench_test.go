@@ -12,7 +12,7 @@ import (
 	"github.com/metricproof/metricproof/app/jsonvalue"
 )
 
-// resultDocument is a result.json-shaped document at the limit of SPEC §8:
+// resultDocument is a result.json-shaped document at the limit of protocol §8:
 // indented JSON with 10,000 contributions of 64-character transaction IDs,
 // about 1.5 MB. The Baseline benchmarks run encoding/json on the same bytes
 // in the same run, so the figures can be quoted as ratios:

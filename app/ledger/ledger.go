@@ -1,4 +1,4 @@
-// Package ledger is the call ledger's hash chain (SPEC §11): the record a
+// Package ledger is the call ledger's hash chain (protocol §11): the record a
 // line holds, its one encoding, how a record links to the line before it
 // (seq and prev), and the check of a whole chain.
 //

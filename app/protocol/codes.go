@@ -7,7 +7,7 @@ import "fmt"
 type Code string
 
 // The error codes of protocol 1.0: the 26 of the seed, then
-// SIGNATURE_INVALID (SPEC §10) and LEDGER_TAMPERED (SPEC §11).
+// SIGNATURE_INVALID (protocol §10) and LEDGER_TAMPERED (protocol §11).
 const (
 	InvalidOptions     Code = "INVALID_OPTIONS"
 	RequestLimit       Code = "REQUEST_LIMIT"

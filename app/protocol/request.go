@@ -1,7 +1,7 @@
-// Package protocol is the tool protocol's own vocabulary (SPEC §2, §3): the
+// Package protocol is the tool protocol's own vocabulary (protocol §2, §3): the
 // three tools, the closed set of error codes, and the checks of a request
 // in their order — a whole one-shot request, or the arguments of an MCP
-// tools/call (SPEC §9) — which make a [Call] or name the first fault.
+// tools/call (protocol §9) — which make a [Call] or name the first fault.
 //
 // It is pure: bytes in, a call or an [Error] out. The app runs the calls;
 // the transports frame them.
@@ -10,8 +10,8 @@ package protocol
 import (
 	"slices"
 
-	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/app/jsonvalue"
+	"github.com/metricproof/metricproof/domain"
 )
 
 // RequestLimitChars is the largest request, in Unicode code points: the
@@ -28,7 +28,7 @@ const (
 // Tools returns the three tools' names, sorted.
 func Tools() []string { return []string{ToolAnalyze, ToolInspect, ToolVerify} }
 
-// Call is a call that passed the checks of SPEC §2, or as much of one as
+// Call is a call that passed the checks of protocol §2, or as much of one as
 // a refusal may echo: the ID once it is known valid, the tool once the
 // tool checks passed.
 type Call struct {
@@ -59,7 +59,7 @@ func (c Call) HeardTool() *string {
 	return &c.Tool
 }
 
-// DecodeRequest runs the checks of SPEC §2 on a whole stdio request, in
+// DecodeRequest runs the checks of protocol §2 on a whole stdio request, in
 // their order; the first failure is the answer, with as much of the call
 // as it may echo.
 func DecodeRequest(data []byte) (Call, *Error) {
@@ -124,7 +124,7 @@ func MCPCall(tool string, raw []byte, assign func() string) Call {
 	return c
 }
 
-// DecodeMCP runs the checks of SPEC §2 and §9 on the raw params.arguments
+// DecodeMCP runs the checks of protocol §2 and §9 on the raw params.arguments
 // of the MCP call c (absent when raw is empty).
 func DecodeMCP(c Call, raw []byte) (Call, *Error) {
 	if chars(raw) > RequestLimitChars {

@@ -5,9 +5,9 @@
 // machine's own disk with every fsync, next to the floor measured in the
 // same run. It reports the median wall time of each, its ratio to the
 // floor, and the peak RSS, at 1,000, 3,000 and 10,000 rows (the maximum
-// inputs of SPEC §8), and the marginal cost per row between the sizes.
+// inputs of protocol §8), and the marginal cost per row between the sizes.
 // analyze and verify_result must hash the whole runner executable on every
-// call (SPEC §6), so they are measured against the engine floor: the floor
+// call (protocol §6), so they are measured against the engine floor: the floor
 // that also SHA256s the runner binary through read-only mappings, as the
 // engine does; inspect_inputs, which does not hash it, against the plain
 // floor.

@@ -14,7 +14,7 @@ import (
 
 // The demo drives the real runner (go run, a separate process) three times
 // over a copy of the shipped fixture: three lines, all ok, the analyze line
-// holding SPEC §7's numbers and the third a verification. A second run of
+// holding protocol §7's numbers and the third a verification. A second run of
 // the same run ID stops at OUTPUT_COLLISION and exits non-zero.
 func TestDemoRunsTheThreeToolsAndRefusesASecondRun(t *testing.T) {
 	if testing.Short() {

@@ -67,12 +67,12 @@ func verifyRequest(id, run string) string {
 	return `{"request_id":"` + id + `","tool":"verify_result","arguments":{"run_id":"` + run + `"}}`
 }
 
-// sourceNames are the four sources of SPEC §4.
+// sourceNames are the four sources of protocol §4.
 func sourceNames() []string {
 	return []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"}
 }
 
-// sourceDigest computes the combined source digest of SPEC §4 from the
+// sourceDigest computes the combined source digest of protocol §4 from the
 // files themselves, independently of either build: SHA256 of the sorted
 // map of SHA256s as compact JSON and a newline. A missing source hashes
 // as empty; the runner refuses it anyway.
@@ -186,7 +186,7 @@ func requestCases(repo string, fixture map[string][]byte) ([]testCase, error) {
 		})
 	}
 	// Beside the shared cases, one request for each refusal message of
-	// SPEC §2's checks, so that a changed sentence shows.
+	// protocol §2's checks, so that a changed sentence shows.
 	digest := strings.Repeat("a", 64)
 	for _, r := range []struct{ name, input string }{
 		{"no request_id", `{"tool":"inspect_inputs","arguments":{}}`},
@@ -638,7 +638,7 @@ func ledgerCases(fixture map[string][]byte) []testCase {
 	}
 }
 
-// maxInputCases: the maximum inputs of SPEC §8, whole and cut by one row.
+// maxInputCases: the maximum inputs of protocol §8, whole and cut by one row.
 func maxInputCases(repo string, fixture map[string][]byte) ([]testCase, error) {
 	data, err := os.ReadFile(filepath.Join(repo, "testdata", "max-sources.json"))
 	if err != nil {

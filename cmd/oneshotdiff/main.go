@@ -9,7 +9,7 @@
 // build in a fresh copy of the case's workspace: hostile requests
 // (testdata/requests.json), fixture variants (testdata/sources.json),
 // option faults, the analyze and verify stories, a damage matrix, signed
-// runs, the call ledger, and the maximum inputs of SPEC §8. For every
+// runs, the call ledger, and the maximum inputs of protocol §8. For every
 // step it compares standard output byte for byte, the exit status and
 // standard error; at the end of a case it compares every file the
 // workspace holds (path, mode and bytes), with the few values that differ

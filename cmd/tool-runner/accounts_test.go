@@ -2,7 +2,7 @@
 
 package main
 
-// Another local account against the program's lock files (SPEC §6 and
+// Another local account against the program's lock files (protocol §6 and
 // §11, issue 15's first repro), with real processes: a child started as
 // an unprivileged account (nobody) through syscall.Credential, which
 // needs root, as CI runs. Everything the child touches lies in a

@@ -2,7 +2,7 @@
 
 package main
 
-// Bursts of real processes on one ledger (SPEC §11, issue 15): waits for
+// Bursts of real processes on one ledger (protocol §11, issue 15): waits for
 // the ledger's lock sleep in the kernel, so that every process of a burst
 // gets its turn within the 10 s wait, and analyze holds the ledger's lock
 // across its commit, so that no run is ever committed without its record.

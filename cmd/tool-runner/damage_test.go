@@ -24,7 +24,7 @@ import (
 // photographs every entry of the workspace and of a scratch directory
 // outside it, runs verify_result, and asserts
 //
-//   - the exact fault code SPEC §6's table gives for the first failing
+//   - the exact fault code protocol §6's table gives for the first failing
 //     check (1 MISSING_RESULT, 2 INVALID_SAVED_RESULT, 3 RECEIPT_TAMPERED,
 //     4 RESULT_TAMPERED, 5 STALE_SOURCES, 6 ENGINE_CHANGED, 7
 //     RESULT_TAMPERED), with exit 1 and ok false, or success where the
@@ -68,7 +68,7 @@ func TestVerifyNamesEachDamageOfACommittedRun(t *testing.T) {
 }
 
 // TestVerifyAcceptsAnUndamagedRun is the matrix's control: the undamaged
-// run verifies, lists every check in SPEC order, gives the same answer
+// run verifies, lists every check in the protocol's order, gives the same answer
 // twice, and leaves the tree as it found it.
 func TestVerifyAcceptsAnUndamagedRun(t *testing.T) {
 	is := is.New(t)
@@ -111,7 +111,7 @@ var damageSavedFiles = []string{"result.json", "receipt.json", "checksums.json"}
 // damageWhitespaceCode is what extra or missing whitespace in a saved file
 // gives: the receipt's and the result's bytes are hashed (checks 3 and 4), but
 // checksums.json is hashed nowhere, so a layout change that keeps its JSON
-// value is invisible and the run still verifies (SPEC §6 binds the
+// value is invisible and the run still verifies (protocol §6 binds the
 // receipt and result bytes only).
 func damageWhitespaceCode(name string) (code, caught string) {
 	switch name {
@@ -275,7 +275,7 @@ func damageCases() []damageCase {
 		r.remove("runs")
 		r.write("runs", nil)
 	})
-	// SPEC §6: O resolves, symlinks first, inside the workspace; the run
+	// protocol §6: O resolves, symlinks first, inside the workspace; the run
 	// below it may not be a symlink, but O itself may.
 	add("replacing the output directory with a symlink to a copy of it inside the workspace", "", "", func(r *damagedRun) {
 		r.copy("runs", "copies/runs")
@@ -433,13 +433,13 @@ func damageCases() []damageCase {
 		r.remove("data/groups.csv")
 		r.mkdir("data/groups.csv")
 	})
-	// SPEC §4: a source may be a symlink that resolves inside the
+	// protocol §4: a source may be a symlink that resolves inside the
 	// workspace; its bytes are what counts.
 	add("replacing data/groups.csv with a symlink to an identical copy inside the workspace", "", "", func(r *damagedRun) {
 		r.copy("data/groups.csv", "copies/groups.csv")
 		r.symlink("../copies/groups.csv", "data/groups.csv")
 	})
-	// SPEC §4: a source resolving outside the workspace is PATH_BOUNDARY,
+	// protocol §4: a source resolving outside the workspace is PATH_BOUNDARY,
 	// whichever tool reads it; check 5 never gets to compare its bytes.
 	add("replacing data/groups.csv with a symlink to an identical copy outside the workspace", "PATH_BOUNDARY", "", func(r *damagedRun) {
 		r.copy("data/groups.csv", r.outsidePath("groups.csv"))
@@ -454,7 +454,7 @@ func damageCases() []damageCase {
 		r.engine = r.engines.identical
 	})
 
-	// Two damages at once: the earlier check in SPEC §6's order answers.
+	// Two damages at once: the earlier check in protocol §6's order answers.
 	add("deleting checksums.json and adding notes.txt", "MISSING_RESULT", "", func(r *damagedRun) {
 		r.remove("runs/r1/checksums.json")
 		r.write("runs/r1/notes.txt", nil)
@@ -752,7 +752,7 @@ func damageSHA256(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// sourceDigest is SPEC §4's combined digest of a source hash map: SHA256
+// sourceDigest is protocol §4's combined digest of a source hash map: SHA256
 // of the map as compact JSON with sorted keys and one trailing newline.
 func damageSourceDigest(sources map[string]any) string {
 	b, err := json.Marshal(sources)

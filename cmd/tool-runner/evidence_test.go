@@ -3,7 +3,7 @@
 package main
 
 // Real-filesystem, real-subprocess tests of analyze's evidence commit
-// (SPEC §6): the writer lock, collisions, pending directories, the
+// (protocol §6): the writer lock, collisions, pending directories, the
 // no-replace commit, the write boundary and the cancel marker. Every call
 // runs the real tool-runner as a separate process.
 
@@ -181,7 +181,7 @@ func TestAStaleDigestCreatesNoOutputDirectory(t *testing.T) {
 	sameTree(t, before, snapshotTree(t, ws))
 }
 
-// The write boundary of SPEC §6: an output directory that resolves (symlinks
+// The write boundary of protocol §6: an output directory that resolves (symlinks
 // first) outside the workspace, to the workspace itself, or onto, into or
 // around data, contracts, .git or the engine's source folders is
 // PATH_BOUNDARY; one that exists as a file, or runs through a file, is
@@ -443,7 +443,7 @@ func TestKillingAnalyzeAtAnyMomentLeavesOnlyCompleteRuns(t *testing.T) {
 	killAnalyzeAtAnyMoment(t, nil)
 }
 
-// The same for signed runs (SPEC §10): the attestation is staged and
+// The same for signed runs (protocol §10): the attestation is staged and
 // fsynced with the other three files and committed by the same rename, so
 // every visible run holds exactly four files, is signed by the key, its
 // attestation verifies by these tests' own code, and it verifies with the

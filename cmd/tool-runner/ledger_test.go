@@ -2,7 +2,7 @@
 
 package main
 
-// Real-process tests of the call ledger (SPEC §11): one record per call,
+// Real-process tests of the call ledger (protocol §11): one record per call,
 // its place under the write boundary, the chain under concurrent
 // processes, every kind of tampering, kills, and the "tool-runner ledger"
 // command. The chain is always checked with the test's own SHA256 of each
@@ -199,7 +199,7 @@ func answerWithoutInput(t *testing.T, dir string, args ...string) outcome {
 
 // ledgerCommand runs "tool-runner ledger" with args in ws, and checks its
 // line: verified (exit 0), tampered (exit 1) or error (exit 2), keys in
-// SPEC §11's order.
+// protocol §11's order.
 func ledgerCommand(t *testing.T, ws string, args ...string) (values map[string]any, exit int) {
 	t.Helper()
 	o := call(t, ws, "", append([]string{"ledger"}, args...)...)
@@ -382,7 +382,7 @@ func TestAnswersTheLedgerCannotHoldLeaveEverythingUnchanged(t *testing.T) {
 	}
 }
 
-// The ledger's place (SPEC §11 and the write boundary of §6): inside the
+// The ledger's place (protocol §11 and the write boundary of §6): inside the
 // workspace after symlinks, clear of data, contracts, .git and the source
 // folders, not the output directory nor below it, not inside a run, not
 // the writer's lock file, in a directory that exists, and a regular file
@@ -1132,7 +1132,7 @@ func TestMCPRefusesALedgerNamedLikeARunFileAtStart(t *testing.T) {
 	}
 }
 
-// "tool-runner ledger" checks any file (SPEC §11): one an earlier version
+// "tool-runner ledger" checks any file (protocol §11): one an earlier version
 // made under a run file's name in the output directory (whose directory
 // then looks like a run's because of the ledger itself), a file named
 // .writer.lock, a ledger inside a run directory. It changes nothing, not

@@ -98,7 +98,7 @@ func oneShotMemory() {
 	}
 }
 
-// serverLimitBytes is the MCP server's soft memory limit. SPEC §9 bounds
+// serverLimitBytes is the MCP server's soft memory limit. protocol §9 bounds
 // its peak RSS at 96 MiB whatever a client sends; the server bounds what
 // its calls hold, and past this limit the collector runs more often rather
 // than letting the heap grow to twice what is live (measured, 600 calls at

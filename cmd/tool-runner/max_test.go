@@ -10,7 +10,7 @@ import (
 	"github.com/matryer/is"
 )
 
-// SPEC §8: a run made from 10,000 transactions with 64-character IDs,
+// protocol §8: a run made from 10,000 transactions with 64-character IDs,
 // 10,000 customers and 10,000 groups is analyzed and verifies.
 func TestMaximumInputsAnalyzeAndVerify(t *testing.T) {
 	is := is.New(t)

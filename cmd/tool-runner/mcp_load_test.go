@@ -2,7 +2,7 @@
 
 package main
 
-// Real-process tests of SPEC §9's Load and strictness bounds: memory
+// Real-process tests of protocol §9's Load and strictness bounds: memory
 // bounded whatever a client sends (peak RSS, VmHWM, is the contract's own
 // figure: 96 MiB), calls answered exactly once, waiting calls cancelled
 // without computing, ids answered exactly as sent, and the 2026-07-28
@@ -26,7 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxRSSKiB is SPEC §9's bound on the server's peak RSS.
+// maxRSSKiB is protocol §9's bound on the server's peak RSS.
 const maxRSSKiB = 96 << 10
 
 // loadServer is "tool-runner mcp" over raw pipes, for many large answers:
@@ -223,7 +223,7 @@ func toolLine(id, tool, arguments string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, arguments)
 }
 
-// SPEC §9, Load, the must-show: 600 calls sent at once, 200 of each tool,
+// protocol §9, Load, the must-show: 600 calls sent at once, 200 of each tool,
 // at §8's maximum inputs, are each answered exactly once, every analyze
 // commits its run, and the server's peak RSS stays within 96 MiB.
 func TestMCP600CallsAtOnceAtTheMaximumAreAnsweredOnceWithin96MiB(t *testing.T) {
@@ -270,7 +270,7 @@ func TestMCP600CallsAtOnceAtTheMaximumAreAnsweredOnceWithin96MiB(t *testing.T) {
 	}
 	is.Equal(len(runsIn(t, filepath.Join(ws, "runs"))), each+1) // every analyze committed
 	t.Logf("peak RSS of the server: %d KiB (bound %d KiB)", peak, maxRSSKiB)
-	is.True(peak <= maxRSSKiB) // SPEC §9: 96 MiB
+	is.True(peak <= maxRSSKiB) // protocol §9: 96 MiB
 }
 
 // tinyValues is a JSON array of about n bytes of zeros.
@@ -278,7 +278,7 @@ func tinyValues(n int) string {
 	return "[" + strings.Repeat("0,", (n-2)/2) + "0]"
 }
 
-// SPEC §9: one 16 MiB line of tiny JSON values, inside params.arguments or
+// protocol §9: one 16 MiB line of tiny JSON values, inside params.arguments or
 // outside, may not take the server past 96 MiB, and the session goes on.
 // Inside, the tool answers REQUEST_LIMIT; outside, more than 1 MiB (or,
 // under it, more than 65,536 values) is -32600 with the id; a line of tiny
@@ -319,7 +319,7 @@ func TestMCPALineOfTinyValuesStaysWithin96MiBAndTheSessionGoesOn(t *testing.T) {
 	is.Equal(exit, 0)
 }
 
-// SPEC §9: a valid id is a string or an integer within ±(2^53−1), and the
+// protocol §9: a valid id is a string or an integer within ±(2^53−1), and the
 // answer carries exactly the id sent; 2^53, 2^63−1 and the like are -32600
 // with id null. The SDK reads ids as float64: before, 9007199254740993 was
 // answered as …992, and an analyze with id …993 followed by an inspect
@@ -374,7 +374,7 @@ func TestMCPIDsAreAnsweredExactlyAsSent(t *testing.T) {
 	is.Equal(exit, 0)
 }
 
-// SPEC §9, Load: a notifications/cancelled reaches a call waiting for a
+// protocol §9, Load: a notifications/cancelled reaches a call waiting for a
 // compute slot at once; it answers CANCELLED without computing, and is
 // recorded as cancelled. The server has one slot (GOMAXPROCS=1), held by
 // an analyze that waits, inside its commit, for the ledger's exclusive
@@ -413,7 +413,7 @@ func TestMCPWaitingCallsCancelledAnswerCancelledWithoutComputing(t *testing.T) {
 	// appended (after the ledger is let go); a call that got a slot after
 	// the analyze left it waits, for its ledger check, behind the analyze's
 	// blocked flock, and a cancellation there ends at once, unrecorded
-	// (SPEC §11: a ledger that could not be locked records nothing).
+	// (protocol §11: a ledger that could not be locked records nothing).
 	s.send(`{"jsonrpc":"2.0","id":99,"method":"ping"}`)
 	answers := map[string]loadAnswer{}
 	for {
@@ -456,7 +456,7 @@ func TestMCPWaitingCallsCancelledAnswerCancelledWithoutComputing(t *testing.T) {
 	is.Equal(cancelled, atSlot) // each recorded as cancelled
 }
 
-// SPEC §9: the 2026-07-28 revision has no handshake. server/discover and a
+// protocol §9: the 2026-07-28 revision has no handshake. server/discover and a
 // tools/call carrying the revision's _meta (protocol version and the
 // client's capabilities) are answered as the SDK does, and the line checks
 // hold for them unchanged.

@@ -2,7 +2,7 @@
 
 package main
 
-// SPEC §9's results sized for a model's context and run files as
+// protocol §9's results sized for a model's context and run files as
 // resources, against the real binary: the SDK's own Go client over real
 // pipes, and raw pipes for the exact bytes.
 
@@ -23,7 +23,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// maxAnswerBytes is SPEC §9's bound on a tool result at the default K.
+// maxAnswerBytes is protocol §9's bound on a tool result at the default K.
 const maxAnswerBytes = 12 << 10
 
 // compactStructured is a tool result's structuredContent as compact JSON.
@@ -44,7 +44,7 @@ func compactStructured(t *testing.T, cs *sdk.ClientSession, tool string, args an
 	return compact.Bytes()
 }
 
-// SPEC §9's must-show, on the maximum inputs of §8 (10,000 rows, 64-character
+// protocol §9's must-show, on the maximum inputs of §8 (10,000 rows, 64-character
 // IDs): analyze answers within 12 KiB with truncated, and validates against
 // its served outputSchema; each resource it links reads back as the exact
 // bytes of the saved file; a bad URI is refused with its uri. The ledger

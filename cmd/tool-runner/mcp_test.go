@@ -2,7 +2,7 @@
 
 package main
 
-// End-to-end tests of "tool-runner mcp" (SPEC §9): the real binary (this
+// End-to-end tests of "tool-runner mcp" (protocol §9): the real binary (this
 // test binary, installed by testscript.Main, so one engine serves both
 // transports) driven by the SDK's own client over real pipes, and over raw
 // pipes for what a real client cannot send.
@@ -167,7 +167,7 @@ func servedSchemas(t *testing.T, cs *sdk.ClientSession) ([]*sdk.Tool, map[string
 	return list.Tools, schemas
 }
 
-// SPEC §9's must-show: a real MCP client, started fresh, against the
+// protocol §9's must-show: a real MCP client, started fresh, against the
 // binary on a fresh copy of the fixture. It lists exactly the three tools
 // with closed schemas and the annotations of §9; inspects; analyzes with the
 // digest, with and without run_id; verifies both runs; and gets isError
@@ -380,7 +380,7 @@ func toolText(t *testing.T, m map[string]any) (map[string]any, bool) {
 	return body, isError
 }
 
-// initialize accepts every protocol version of SPEC §9 and answers an
+// initialize accepts every protocol version of protocol §9 and answers an
 // unknown one with 2025-11-25; serverInfo is metricproof with the module
 // version, and the capabilities are tools and resources.
 func TestMCPInitializeSpeaksEveryVersionHostsUse(t *testing.T) {
@@ -411,7 +411,7 @@ func TestMCPInitializeSpeaksEveryVersionHostsUse(t *testing.T) {
 	}
 }
 
-// Over raw pipes, what no SDK client sends: each refusal of SPEC §9 gets
+// Over raw pipes, what no SDK client sends: each refusal of protocol §9 gets
 // its answer, and the session goes on (a ping after each is answered).
 func TestMCPRefusesBrokenLinesAndGoesOn(t *testing.T) {
 	is := is.New(t)
@@ -507,7 +507,7 @@ func TestMCPAnswersEveryCallSentBeforeEndOfInput(t *testing.T) {
 	is.Equal(ids, []float64{0, 1, 2, 3, 4, 5})
 }
 
-// SIGINT and SIGTERM stop the server as SPEC §9 says: no new calls, the
+// SIGINT and SIGTERM stop the server as protocol §9 says: no new calls, the
 // call in flight stops at its next cancel check (or finishes), its answer
 // is written, and the server exits 0 with nothing on stderr. Nothing partial
 // is left, and a committed run verifies.
@@ -793,7 +793,7 @@ func TestMCPLineLimitIsExact(t *testing.T) {
 	is.Equal(exit, 0)
 }
 
-// Each call checks the ledger's place again (SPEC §9): a ledger directory
+// Each call checks the ledger's place again (protocol §9): a ledger directory
 // swapped, while the server runs, for a symlink into a committed run, or
 // to another directory, is refused, unrecorded; the run gains no entry and
 // still verifies, and the old ledger gains no line.
@@ -828,8 +828,8 @@ func TestMCPChecksTheLedgersPlaceOnEveryCall(t *testing.T) {
 }
 
 // A call cancelled before the server got to it still answers as a tool
-// (SPEC §9: CANCELLED or nothing, never a JSON-RPC error) and is recorded
-// (SPEC §11). The SDK answers such a call itself, with a JSON-RPC error
+// (protocol §9: CANCELLED or nothing, never a JSON-RPC error) and is recorded
+// (protocol §11). The SDK answers such a call itself, with a JSON-RPC error
 // and no handler; the server must not let that answer through. Calls and
 // cancellations go in one write, so many are cancelled while queued.
 func TestMCPACallCancelledBeforeItRanIsStillAToolAnswerAndRecorded(t *testing.T) {

@@ -21,7 +21,7 @@ func echo(p *string) any {
 	return *p
 }
 
-// Every row of SPEC §2, and the edges around it, through the real process:
+// Every row of protocol §2, and the edges around it, through the real process:
 // the code, exit, one line, empty stderr, and the request_id and tool
 // echoed only when the rules say so.
 func TestSharedRequestsAnswerTheirCode(t *testing.T) {

@@ -222,7 +222,7 @@ func TestASignalWhileWaitingForTheRequestAnswersCancelledAtOnce(t *testing.T) {
 // SIGINT and SIGTERM at moments spread over a verify_result of the
 // maximum inputs: one JSON line each, verified (exit 0) or CANCELLED (exit
 // 3), no kill, and nothing in the workspace changes. Verify checks for
-// cancellation before its work only (SPEC §6), so most signals find it
+// cancellation before its work only (protocol §6), so most signals find it
 // past that check, and it finishes.
 func TestSignalsDuringVerifyAnswerOnceAndWriteNothing(t *testing.T) {
 	is := is.New(t)

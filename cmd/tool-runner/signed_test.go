@@ -2,7 +2,7 @@
 
 package main
 
-// Real-process tests of signed evidence (SPEC §10): the key options and
+// Real-process tests of signed evidence (protocol §10): the key options and
 // their faults, signed analyze, the signature check of verify_result and
 // its damage matrix on the real disk, and our attestation checked by an
 // independent verifier (openssl) over a PAE built by these tests' own few
@@ -59,7 +59,7 @@ type testKey struct {
 	priv     ed25519.PrivateKey
 	pub      ed25519.PublicKey
 	der      []byte // the public key's SPKI DER
-	id       string // lowercase hex SHA256 of der: SPEC §10's key ID
+	id       string // lowercase hex SHA256 of der: protocol §10's key ID
 	privPath string // PKCS#8 PEM, mode 0600
 	pubPath  string // SPKI PEM, mode 0644
 }
@@ -219,7 +219,7 @@ func envelopeOf(data []byte) (payload []byte, payloadType string, keyIDs []strin
 	return payload, env.PayloadType, keyIDs, sigs, nil
 }
 
-// attestationProblem checks a run's attestation.json the way SPEC §10 asks
+// attestationProblem checks a run's attestation.json the way protocol §10 asks
 // any DSSE verifier to, with these tests' own code: one signature, by pub,
 // under its key ID, valid over testPAE of the decoded payload; the payload
 // an in-toto Statement v1 whose subjects are exactly the SHA256 of the
@@ -365,7 +365,7 @@ func TestASignedAnalyzeAddsTheSignerAndAnAttestation(t *testing.T) {
 	}
 }
 
-// opensslKeyID is what SPEC §10 says the key ID is, computed by the
+// opensslKeyID is what protocol §10 says the key ID is, computed by the
 // operator's tools: openssl pkey -pubin -outform DER | sha256sum (the
 // SHA256 in Go where sha256sum is missing).
 func opensslKeyID(t *testing.T, pubPath string) string {
@@ -383,7 +383,7 @@ func opensslKeyID(t *testing.T, pubPath string) string {
 // TestAnUnsignedRunIsWhatItWasBeforeSigning: without --signing-key a run
 // is exactly its three files, the receipt has no signer, the artifacts
 // name three files, verify without --trusted-key lists the seven checks
-// of SPEC §6 and no signature_valid, and a fifth entry is refused in the
+// of protocol §6 and no signature_valid, and a fifth entry is refused in the
 // words used before signing existed.
 func TestAnUnsignedRunIsWhatItWasBeforeSigning(t *testing.T) {
 	is := is.New(t)
@@ -432,7 +432,7 @@ type keyFault struct {
 	file func(t *testing.T, dir string) string
 }
 
-// keyFaults lists every key fault of SPEC §10, for each option it applies
+// keyFaults lists every key fault of protocol §10, for each option it applies
 // to. good is a valid pair whose files the faults derive from.
 func keyFaults(t *testing.T, good testKey) []keyFault {
 	t.Helper()
@@ -567,7 +567,7 @@ func base64Lines(data []byte) []string {
 }
 
 // TestEveryKeyFaultIsInvalidOptionsBeforeStandardInput gives every key
-// fault of SPEC §10 to --signing-key or --trusted-key, the key file
+// fault of protocol §10 to --signing-key or --trusted-key, the key file
 // outside the workspace under a name of its own, and checks, for three
 // standard inputs (garbage, an analyze request that would commit a run,
 // and an input that never ends): INVALID_OPTIONS, exit 1, request_id and
@@ -672,7 +672,7 @@ type signedRun struct {
 	keys signedKeys
 }
 
-// TestVerifyNamesEachDamageOfASignedRun is the damage matrix of SPEC §10
+// TestVerifyNamesEachDamageOfASignedRun is the damage matrix of protocol §10
 // on the real disk: each row commits a signed run with the real binary,
 // damages it one way, with checksums.json (and the receipt, where the row
 // edits it) rewritten to match so that the signature check is what
@@ -921,7 +921,7 @@ func signedDamages() []signedDamage {
 	add("a run consistently re-signed by another key with the trusted key's public_key", sigInvalid, sigInvalid, "is not a valid signature", func(r *signedRun) {
 		r.sealSigned(r.keys.other, r.keys.own.id)
 	})
-	// SPEC §10: without --trusted-key a signature proves nothing against a
+	// protocol §10: without --trusted-key a signature proves nothing against a
 	// forger who holds a key of his own, or strips the signature.
 	add("a run consistently re-signed by another key under that key's own ID", "", sigInvalid, "other than the trusted key", func(r *signedRun) {
 		r.editReceipt(func(m map[string]any) {

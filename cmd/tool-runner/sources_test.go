@@ -27,7 +27,7 @@ func where(v testinputs.SourceVariant) string {
 	return v.File
 }
 
-// Every rule of SPEC §4 through the real process, from testdata/sources.json,
+// Every rule of protocol §4 through the real process, from testdata/sources.json,
 // for inspect_inputs and analyze alike: the code, exit 1, the file and
 // place in the message. Nothing is written.
 func TestBadSourcesAnswerTheirCode(t *testing.T) {

@@ -2,7 +2,7 @@
 // metricproof share, kept in the repository's top-level testdata/ (see its
 // README): hostile requests with their answers (requests.json), fixture
 // variants (sources.json), and the description of the maximum inputs of
-// SPEC §8 (max-sources.json), which it generates.
+// protocol §8 (max-sources.json), which it generates.
 //
 // It is for tests, the whole-process benchmark (cmd/bench) and the
 // differential script (cmd/oneshotdiff) only. It does no I/O: callers read
@@ -45,7 +45,7 @@ func Assemble(pieces []Piece) ([]byte, error) {
 }
 
 // Request is one case of requests.json: a one-shot request and the answer
-// SPEC §2 gives it on the shipped fixture with --output-dir runs.
+// protocol §2 gives it on the shipped fixture with --output-dir runs.
 type Request struct {
 	Name  string  `json:"name"`
 	Input []Piece `json:"input"`
@@ -68,7 +68,7 @@ func Requests(data []byte) ([]Request, error) {
 }
 
 // SourceVariant is one case of sources.json: one source of the fixture
-// replaced (Input) or removed, and the answer SPEC §4 gives.
+// replaced (Input) or removed, and the answer protocol §4 gives.
 type SourceVariant struct {
 	Name   string  `json:"name"`
 	File   string  `json:"file"`
@@ -91,7 +91,7 @@ func SourceVariants(data []byte) ([]SourceVariant, error) {
 	return file.Cases, nil
 }
 
-// Max is max-sources.json: the maximum inputs of SPEC §8, row i of each
+// Max is max-sources.json: the maximum inputs of protocol §8, row i of each
 // CSV written from these parameters as testdata/README.md says.
 type Max struct {
 	Rows         int `json:"rows"`

@@ -5,7 +5,7 @@
 // With -engine RUNNER it is the engine floor: it also SHA256s the file
 // RUNNER the way the runner hashes its own executable (adapters/engine's
 // read-only mappings), which analyze and verify must do on every call
-// (SPEC §6), and prints that digest too.
+// (protocol §6), and prints that digest too.
 package main
 
 import (
