@@ -27,6 +27,7 @@ import (
 	"github.com/matryer/is"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/sys/unix"
 )
 
 // mcpSession starts "tool-runner mcp --workspace ws args..." and connects
@@ -522,8 +523,23 @@ func TestMCPStopsOnASignalAfterAnsweringTheCallInFlight(t *testing.T) {
 				t.Logf("%v", outcomes)
 				is.True(outcomes["CANCELLED"] > 0) // the signal really reached a call in flight
 			}()
-			for i, delay := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 500 * time.Millisecond} {
-				s := startRawServer(t, ws, "--output-dir", "runs")
+			// The delays spread the signal over an analyze; on a loaded
+			// machine all of them may land after its last check. The last
+			// attempt holds the ledger's lock meanwhile (a shared flock,
+			// as another process may), so its analyze cannot commit
+			// before the signal: it is in flight for certain, and cancelled.
+			for i, delay := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 500 * time.Millisecond, -1} {
+				args := []string{"--output-dir", "runs"}
+				var held *os.File
+				if delay < 0 {
+					ledger := filepath.Join(ws, fmt.Sprintf("held-%d.jsonl", i))
+					f, err := os.OpenFile(ledger, os.O_CREATE|os.O_RDWR, 0o600)
+					is.NoErr(err)
+					defer f.Close()
+					is.NoErr(unix.Flock(int(f.Fd()), unix.LOCK_SH))
+					held, args, delay = f, append(args, "--ledger", filepath.Base(ledger)), 0
+				}
+				s := startRawServer(t, ws, args...)
 				s.exchange(initialize("2025-06-18"))
 				s.send(initialized)
 				id := fmt.Sprintf("sig-%d", i)
@@ -538,6 +554,12 @@ func TestMCPStopsOnASignalAfterAnsweringTheCallInFlight(t *testing.T) {
 				}
 				time.Sleep(delay)
 				is.NoErr(s.cmd.Process.Signal(sig))
+				if held != nil {
+					// A call cancelled before its commit waits here for
+					// the lock to append its record (a cancellation while
+					// it waits for the lock itself answers at once).
+					time.AfterFunc(200*time.Millisecond, func() { _ = unix.Flock(int(held.Fd()), unix.LOCK_UN) })
+				}
 				m := answers[1]
 				if m == nil {
 					m = s.next()
@@ -548,6 +570,9 @@ func TestMCPStopsOnASignalAfterAnsweringTheCallInFlight(t *testing.T) {
 					code = e["code"].(string)
 				}
 				is.True(code == "" || code == "CANCELLED") // success or cancelled, never torn
+				if held != nil {
+					is.Equal(code, "CANCELLED") // it could not commit before the signal
+				}
 				outcomes[codeOr(code, "success")]++
 				rest, exit := s.finish()
 				is.Equal(len(rest), 0)
