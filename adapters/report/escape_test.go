@@ -245,3 +245,34 @@ func TestSubjectsAreCutAtTwenty(t *testing.T) {
 	is.True(strings.Contains(out, "| Conversion rate | none: no one was eligible, so there is no rate |"))
 	is.True(strings.Contains(out, "| Revenue, complete total | 12.5 X |"))
 }
+
+// The evidence names the ledger's record of the run, says when none names
+// it, and says when one names the run's ID with another result: then the
+// run on disk is not the one that analyze committed, and "no record names
+// this run" would be false.
+func TestTheLedgerRecordIsSaidAsItIs(t *testing.T) {
+	entry := &app.LedgerEntry{Line: 7, Seq: 7, Time: "2026-01-02T03:04:05Z", Transport: "stdio", ResultSHA256: strings.Repeat("a", 64)}
+	tests := []struct {
+		name          string
+		record, other *app.LedgerEntry
+		want, never   string
+	}{
+		{"the record of the run", entry, nil, "line 7, seq 7: the analyze that made this run", "not recorded"},
+		{"no record", nil, nil, "not recorded: none of the ledger", "line 7"},
+		{"a record of another result", nil, entry, "not recorded: line 7, seq 7 records an analyze of this run ID with another result", "none of the ledger"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			r := reviewOf("X", true)
+			r.Ledger = &app.LedgerEvidence{Verified: true, Records: 9, Record: tt.record, Other: tt.other}
+			var md, page bytes.Buffer
+			is.NoErr(report.Markdown(&md, r))
+			is.NoErr(report.HTML(&page, r))
+			for _, out := range []string{md.String(), page.String()} {
+				is.True(strings.Contains(out, tt.want))
+				is.True(!strings.Contains(out, tt.never))
+			}
+		})
+	}
+}
