@@ -145,6 +145,34 @@ func TestHiddenCharactersAreShownAsCodePoints(t *testing.T) {
 	is.True(strings.Contains(page.String(), "&lt;script&gt;&#34;x&#34;&lt;/script&gt;"))
 }
 
+// Every invisible format character is shown as its code point, not only
+// the few best known: the Arabic letter mark is a bidirectional control
+// like U+202E, and the tag characters (U+E0000 block) hide whole ASCII
+// text in a value that looks short ("ASCII smuggling").
+func TestEveryInvisibleFormatCharacterIsShown(t *testing.T) {
+	tests := []struct{ name, value, shown string }{
+		{"right-to-left override", "a\u202Eb", "aU+202Eb"},
+		{"Arabic letter mark", "a\u061Cb", "aU+061Cb"},
+		{"Mongolian vowel separator", "a\u180Eb", "aU+180Eb"},
+		{"soft hyphen", "a\u00ADb", "aU+00ADb"},
+		{"interlinear annotation", "a\uFFF9b\uFFFBc", "aU+FFF9bU+FFFBc"},
+		{"tag characters", "a\U000E0041\U000E0042b", "aU+E0041U+E0042b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			var md, page bytes.Buffer
+			is.NoErr(report.Markdown(&md, reviewOf(tt.value, false)))
+			is.NoErr(report.HTML(&page, reviewOf(tt.value, false)))
+			is.True(strings.Contains(md.String(), tt.shown))
+			is.True(strings.Contains(page.String(), strings.ReplaceAll(tt.shown, "+", "&#43;")))
+			for _, out := range []string{md.String(), page.String()} {
+				is.True(!strings.Contains(out, tt.value)) // never written as it is
+			}
+		})
+	}
+}
+
 // The HTML page stands alone: no script, no external resource, one
 // inline style sheet with a print style.
 func TestTheHTMLPageIsSelfContained(t *testing.T) {
