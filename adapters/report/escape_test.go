@@ -173,6 +173,53 @@ func TestEveryInvisibleFormatCharacterIsShown(t *testing.T) {
 	}
 }
 
+// No value becomes a link in Markdown: GitHub's autolinks make one of any
+// http://, https:// or ftp:// URL, www. name or e-mail address in text,
+// unless an escape breaks it. A forged receipt's go_version is text in the
+// rebuild sentence, where "build it with https://…" would be a link to
+// follow. Outside code spans every ":" before "//", "." after "www" and
+// "@" is escaped.
+func TestNoValueBecomesAnAutolink(t *testing.T) {
+	autolink := regexp.MustCompile(`(?i)(^|[^\\]):\/\/|www\.|(^|[^\\])@`)
+	for _, v := range []string{"https://evil.example/get-go", "HTTP://evil.example", "ftp://evil.example", "www.evil.example", "WWW.evil.example", "x@evil.example", "https://evil.example/|", "www.evil.example `x`"} {
+		t.Run(v, func(t *testing.T) {
+			is := is.New(t)
+			var md bytes.Buffer
+			is.NoErr(report.Markdown(&md, reviewOf(v, true)))
+			for _, line := range strings.Split(md.String(), "\n") {
+				is.True(!autolink.MatchString(outsideCode(line))) // no autolink in the text
+			}
+		})
+	}
+}
+
+// outsideCode is a Markdown line without its code spans, as mdMarkup
+// reads them (an escaped backtick opens none).
+func outsideCode(line string) string {
+	var b strings.Builder
+	runes := []rune(line)
+	for i := 0; i < len(runes); i++ {
+		switch r := runes[i]; r {
+		case '\\':
+			b.WriteRune(r)
+			if i+1 < len(runes) {
+				i++
+				b.WriteRune(runes[i])
+			}
+		case '`':
+			end := i + 1
+			for end < len(runes) && runes[end] != '`' {
+				end++
+			}
+			i = end
+			b.WriteString(" ")
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
 // The HTML page stands alone: no script, no external resource, one
 // inline style sheet with a print style.
 func TestTheHTMLPageIsSelfContained(t *testing.T) {

@@ -86,12 +86,19 @@ func safeInCode(s string) bool {
 // readable: U+2028, 0.827272727273, demo-001.
 const mdPunctuation = "\\`*_[]<>#!|~&$"
 
-// mdEscape writes s as literal Markdown text.
+// mdEscape writes s as literal Markdown text. Besides mdPunctuation it
+// escapes what GitHub's autolinks start from, so no value becomes a link:
+// every "@" (an e-mail address), a ":" before "//" (a URL's scheme) and a
+// "." after "www" (a www. name).
 func mdEscape(s string) string {
 	s = visible(s)
 	var b strings.Builder
-	for _, r := range s {
-		if r < utf8.RuneSelf && strings.ContainsRune(mdPunctuation, r) {
+	for i, r := range s {
+		switch {
+		case r < utf8.RuneSelf && strings.ContainsRune(mdPunctuation, r),
+			r == '@',
+			r == ':' && strings.HasPrefix(s[i+1:], "//"),
+			r == '.' && i >= 3 && strings.EqualFold(s[i-3:i], "www"):
 			b.WriteByte('\\')
 		}
 		b.WriteRune(r)
