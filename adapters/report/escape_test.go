@@ -3,6 +3,7 @@ package report_test
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -349,5 +350,27 @@ func TestTheLedgerRecordIsSaidAsItIs(t *testing.T) {
 				is.True(!strings.Contains(out, tt.never))
 			}
 		})
+	}
+}
+
+// A value with no break in it (a forged build fact of 4 MiB) wraps in the
+// HTML page instead of widening it past the screen and the printed page:
+// the style sheet lets the paragraphs and the value cells break anywhere
+// (seen in Chromium: with the rule for code alone, a 400-character value
+// in the rebuild sentence made the page scroll sideways).
+func TestLongValuesWrapInTheHTMLPage(t *testing.T) {
+	is := is.New(t)
+	var page bytes.Buffer
+	is.NoErr(report.HTML(&page, reviewOf(strings.Repeat("W", 400)+"|", true)))
+	style := regexp.MustCompile(`(?s)<style>(.*)</style>`).FindStringSubmatch(page.String())
+	is.True(style != nil)
+	rule := regexp.MustCompile(`(?m)^([^{}@]*)\{[^}]*overflow-wrap: anywhere;`).FindStringSubmatch(style[1])
+	is.True(rule != nil)
+	selectors := strings.Split(rule[1], ",")
+	for i := range selectors {
+		selectors[i] = strings.TrimSpace(selectors[i])
+	}
+	for _, want := range []string{"p", "h1", "td:last-child"} {
+		is.True(slices.Contains(selectors, want)) // breaks anywhere
 	}
 }
