@@ -268,6 +268,7 @@ func TestReportIsCancelledWhileItWaitsForTheLedger(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	is := is.New(t)
+	is.Equal(cmd.ProcessState.ExitCode(), 3)                   // cancelled, as a report cancelled during its checks
 	is.Equal(out.String(), "")                                 // no page after a cancel
 	is.True(strings.HasPrefix(errOut.String(), "CANCELLED: ")) // not the 10 s wait's IO_OR_NUMERIC_ERROR
 }
