@@ -226,3 +226,22 @@ func TestACancelledReportPrintsNoPage(t *testing.T) {
 		})
 	}
 }
+
+// failingWriter is a standard output that takes nothing, as /dev/full.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, io.ErrShortWrite }
+
+// Neither the page nor the usage claims success when standard output
+// takes none of it: exit 1, as for a page not delivered.
+func TestNothingDeliveredIsNoSuccess(t *testing.T) {
+	w := newWorkspace(t)
+	w.analyze("r1")
+	for _, args := range [][]string{{"--output-dir", "runs", "--run-id", "r1"}, {"--help"}} {
+		t.Run(args[0], func(t *testing.T) {
+			is := is.New(t)
+			var errOut bytes.Buffer
+			is.Equal(report.Run(context.Background(), append([]string{"--workspace", wsRoot}, args...), failingWriter{}, &errOut, w.wire), 1)
+		})
+	}
+}

@@ -43,7 +43,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, wire app.
 		return optionFault(stderr, e)
 	}
 	if help {
-		_, _ = io.WriteString(stdout, Usage)
+		if _, err := io.WriteString(stdout, Usage); err != nil {
+			return 1 // not delivered, as a page: no claim of success
+		}
 		return 0
 	}
 	s, e := app.Open(o, wire)
