@@ -61,6 +61,10 @@ type LedgerEvidence struct {
 	// Record is the record of the analyze that made the run, nil when no
 	// record names it (or the chain is damaged before one does).
 	Record *LedgerEntry
+	// Other is, when Record is nil, the first record of an analyze that
+	// named the run's ID with another result: the run on disk is not the
+	// one that call committed (it was made again under the same ID).
+	Other *LedgerEntry
 }
 
 // LedgerEntry is one record of the ledger and the line it is on.
@@ -133,13 +137,17 @@ func (s *Service) Review(ctx context.Context) (r Review, e *Error) {
 func (s *Service) reviewLedger(r *Review, a *audit) *Error {
 	ev := &LedgerEvidence{}
 	report, e := s.walkChain(func(line int64, rec ledger.Record) {
-		switch {
-		case ev.Record != nil || rec.RunID == nil || *rec.RunID != r.RunID:
-			return
-		case r.Fault == nil && (rec.ResultSHA256 == nil || *rec.ResultSHA256 != a.parsedReceipt.ResultSHA256):
+		if ev.Record != nil || rec.RunID == nil || *rec.RunID != r.RunID || rec.ResultSHA256 == nil {
+			return // a record names a run exactly when it has its result's SHA256 (SPEC §11.3)
+		}
+		entry := &LedgerEntry{Line: line, Seq: rec.Seq, Time: rec.Time, Transport: rec.Transport, ResultSHA256: *rec.ResultSHA256}
+		if r.Fault == nil && entry.ResultSHA256 != a.parsedReceipt.ResultSHA256 {
+			if ev.Other == nil {
+				ev.Other = entry
+			}
 			return
 		}
-		ev.Record = &LedgerEntry{Line: line, Seq: rec.Seq, Time: rec.Time, Transport: rec.Transport, ResultSHA256: *rec.ResultSHA256}
+		ev.Record, ev.Other = entry, nil
 	})
 	if e != nil {
 		return e

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"path"
 	"strings"
 	"testing"
 
@@ -189,6 +190,20 @@ func TestTheReviewFindsTheRunsLedgerRecord(t *testing.T) {
 	r, e = m.review("--output-dir", "runs", "--run-id", "r2", "--ledger", "ledger.jsonl")
 	is.True(e == nil && r.Verified())
 	is.True(r.Ledger.Record == nil)
+
+	// A run made again under a recorded run's ID, from other sources: the
+	// ledger's record of that ID is of another result, and the review says
+	// so rather than that no record names the run.
+	is.NoErr(m.fs.RemoveAll(path.Join(wsRoot, "runs", "r1")))
+	m.write("data/transactions.csv", strings.Replace(string(m.read("data/transactions.csv")), "T1,C1,2,", "T1,C1,3,", 1))
+	m.run(inspect("i2"), "--workspace", wsRoot)
+	is.Equal(m.run(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
+	r, e = m.review("--output-dir", "runs", "--run-id", "r1", "--ledger", "ledger.jsonl")
+	is.True(e == nil && r.Verified())
+	is.True(r.Ledger.Record == nil)
+	is.True(r.Ledger.Other != nil)          // the record of the first r1
+	is.Equal(r.Ledger.Other.Line, int64(2)) // the analyze, after the inspect
+	is.True(r.Ledger.Other.ResultSHA256 != r.Receipt.ResultSHA256)
 
 	// A damaged chain is the page's fault, with its line, after every check passed.
 	lines := strings.SplitAfter(string(m.read("ledger.jsonl")), "\n")

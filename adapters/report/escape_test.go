@@ -3,6 +3,7 @@ package report_test
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -145,6 +146,81 @@ func TestHiddenCharactersAreShownAsCodePoints(t *testing.T) {
 	is.True(strings.Contains(page.String(), "&lt;script&gt;&#34;x&#34;&lt;/script&gt;"))
 }
 
+// Every invisible format character is shown as its code point, not only
+// the few best known: the Arabic letter mark is a bidirectional control
+// like U+202E, and the tag characters (U+E0000 block) hide whole ASCII
+// text in a value that looks short ("ASCII smuggling").
+func TestEveryInvisibleFormatCharacterIsShown(t *testing.T) {
+	tests := []struct{ name, value, shown string }{
+		{"right-to-left override", "a\u202Eb", "aU+202Eb"},
+		{"Arabic letter mark", "a\u061Cb", "aU+061Cb"},
+		{"Mongolian vowel separator", "a\u180Eb", "aU+180Eb"},
+		{"soft hyphen", "a\u00ADb", "aU+00ADb"},
+		{"interlinear annotation", "a\uFFF9b\uFFFBc", "aU+FFF9bU+FFFBc"},
+		{"tag characters", "a\U000E0041\U000E0042b", "aU+E0041U+E0042b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			var md, page bytes.Buffer
+			is.NoErr(report.Markdown(&md, reviewOf(tt.value, false)))
+			is.NoErr(report.HTML(&page, reviewOf(tt.value, false)))
+			is.True(strings.Contains(md.String(), tt.shown))
+			is.True(strings.Contains(page.String(), strings.ReplaceAll(tt.shown, "+", "&#43;")))
+			for _, out := range []string{md.String(), page.String()} {
+				is.True(!strings.Contains(out, tt.value)) // never written as it is
+			}
+		})
+	}
+}
+
+// No value becomes a link in Markdown: GitHub's autolinks make one of any
+// http://, https:// or ftp:// URL, www. name or e-mail address in text,
+// unless an escape breaks it. A forged receipt's go_version is text in the
+// rebuild sentence, where "build it with https://…" would be a link to
+// follow. Outside code spans every ":" before "//", "." after "www" and
+// "@" is escaped.
+func TestNoValueBecomesAnAutolink(t *testing.T) {
+	autolink := regexp.MustCompile(`(?i)(^|[^\\]):\/\/|www\.|(^|[^\\])@`)
+	for _, v := range []string{"https://evil.example/get-go", "HTTP://evil.example", "ftp://evil.example", "www.evil.example", "WWW.evil.example", "x@evil.example", "https://evil.example/|", "www.evil.example `x`"} {
+		t.Run(v, func(t *testing.T) {
+			is := is.New(t)
+			var md bytes.Buffer
+			is.NoErr(report.Markdown(&md, reviewOf(v, true)))
+			for _, line := range strings.Split(md.String(), "\n") {
+				is.True(!autolink.MatchString(outsideCode(line))) // no autolink in the text
+			}
+		})
+	}
+}
+
+// outsideCode is a Markdown line without its code spans, as mdMarkup
+// reads them (an escaped backtick opens none).
+func outsideCode(line string) string {
+	var b strings.Builder
+	runes := []rune(line)
+	for i := 0; i < len(runes); i++ {
+		switch r := runes[i]; r {
+		case '\\':
+			b.WriteRune(r)
+			if i+1 < len(runes) {
+				i++
+				b.WriteRune(runes[i])
+			}
+		case '`':
+			end := i + 1
+			for end < len(runes) && runes[end] != '`' {
+				end++
+			}
+			i = end
+			b.WriteString(" ")
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
 // The HTML page stands alone: no script, no external resource, one
 // inline style sheet with a print style.
 func TestTheHTMLPageIsSelfContained(t *testing.T) {
@@ -244,4 +320,57 @@ func TestSubjectsAreCutAtTwenty(t *testing.T) {
 	is.True(!strings.Contains(out, "TU")) // the 21st
 	is.True(strings.Contains(out, "| Conversion rate | none: no one was eligible, so there is no rate |"))
 	is.True(strings.Contains(out, "| Revenue, complete total | 12.5 X |"))
+}
+
+// The evidence names the ledger's record of the run, says when none names
+// it, and says when one names the run's ID with another result: then the
+// run on disk is not the one that analyze committed, and "no record names
+// this run" would be false.
+func TestTheLedgerRecordIsSaidAsItIs(t *testing.T) {
+	entry := &app.LedgerEntry{Line: 7, Seq: 7, Time: "2026-01-02T03:04:05Z", Transport: "stdio", ResultSHA256: strings.Repeat("a", 64)}
+	tests := []struct {
+		name          string
+		record, other *app.LedgerEntry
+		want, never   string
+	}{
+		{"the record of the run", entry, nil, "line 7, seq 7: the analyze that made this run", "not recorded"},
+		{"no record", nil, nil, "not recorded: none of the ledger", "line 7"},
+		{"a record of another result", nil, entry, "not recorded: line 7, seq 7 records an analyze of this run ID with another result", "none of the ledger"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			r := reviewOf("X", true)
+			r.Ledger = &app.LedgerEvidence{Verified: true, Records: 9, Record: tt.record, Other: tt.other}
+			var md, page bytes.Buffer
+			is.NoErr(report.Markdown(&md, r))
+			is.NoErr(report.HTML(&page, r))
+			for _, out := range []string{md.String(), page.String()} {
+				is.True(strings.Contains(out, tt.want))
+				is.True(!strings.Contains(out, tt.never))
+			}
+		})
+	}
+}
+
+// A value with no break in it (a forged build fact of 4 MiB) wraps in the
+// HTML page instead of widening it past the screen and the printed page:
+// the style sheet lets the paragraphs and the value cells break anywhere
+// (seen in Chromium: with the rule for code alone, a 400-character value
+// in the rebuild sentence made the page scroll sideways).
+func TestLongValuesWrapInTheHTMLPage(t *testing.T) {
+	is := is.New(t)
+	var page bytes.Buffer
+	is.NoErr(report.HTML(&page, reviewOf(strings.Repeat("W", 400)+"|", true)))
+	style := regexp.MustCompile(`(?s)<style>(.*)</style>`).FindStringSubmatch(page.String())
+	is.True(style != nil)
+	rule := regexp.MustCompile(`(?m)^([^{}@]*)\{[^}]*overflow-wrap: anywhere;`).FindStringSubmatch(style[1])
+	is.True(rule != nil)
+	selectors := strings.Split(rule[1], ",")
+	for i := range selectors {
+		selectors[i] = strings.TrimSpace(selectors[i])
+	}
+	for _, want := range []string{"p", "h1", "td:last-child"} {
+		is.True(slices.Contains(selectors, want)) // breaks anywhere
+	}
 }

@@ -252,6 +252,10 @@ func ledgerRecord(r app.Review) string {
 	var s string
 	if rec := l.Record; rec != nil {
 		s = fmt.Sprintf("line %d, seq %d: the analyze that made this run, recorded at %s over %s", rec.Line, rec.Seq, rec.Time, rec.Transport)
+	} else if o := l.Other; o != nil {
+		// A record names the ID, of another result: the run was made again
+		// under the same ID, which "no record names it" would hide.
+		s = fmt.Sprintf("not recorded: line %d, seq %d records an analyze of this run ID with another result (SHA256 %s), so the run here is not the one that call committed; find out who made this one before relying on it", o.Line, o.Seq, o.ResultSHA256)
 	} else {
 		s = fmt.Sprintf("not recorded: none of the ledger's %s names this run", count(int(l.Records), "record", "records"))
 	}

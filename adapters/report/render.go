@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/metricproof/metricproof/app"
@@ -85,12 +86,19 @@ func safeInCode(s string) bool {
 // readable: U+2028, 0.827272727273, demo-001.
 const mdPunctuation = "\\`*_[]<>#!|~&$"
 
-// mdEscape writes s as literal Markdown text.
+// mdEscape writes s as literal Markdown text. Besides mdPunctuation it
+// escapes what GitHub's autolinks start from, so no value becomes a link:
+// every "@" (an e-mail address), a ":" before "//" (a URL's scheme) and a
+// "." after "www" (a www. name).
 func mdEscape(s string) string {
 	s = visible(s)
 	var b strings.Builder
-	for _, r := range s {
-		if r < utf8.RuneSelf && strings.ContainsRune(mdPunctuation, r) {
+	for i, r := range s {
+		switch {
+		case r < utf8.RuneSelf && strings.ContainsRune(mdPunctuation, r),
+			r == '@',
+			r == ':' && strings.HasPrefix(s[i+1:], "//"),
+			r == '.' && i >= 3 && strings.EqualFold(s[i-3:i], "www"):
 			b.WriteByte('\\')
 		}
 		b.WriteRune(r)
@@ -100,8 +108,10 @@ func mdEscape(s string) string {
 
 // visible replaces what could hide, break or rearrange text with its code
 // point written out ("U+2028"): C0 and C1 controls (line breaks included),
-// the line and paragraph separators, the bidirectional controls and
-// zero-width characters; invalid UTF-8 becomes U+FFFD.
+// the line and paragraph separators, and every format character (Unicode's
+// Cf: the bidirectional controls, U+061C included, the zero-width
+// characters, the soft hyphen, the tag characters that can hide a whole
+// text); invalid UTF-8 becomes U+FFFD.
 func visible(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if !strings.ContainsFunc(s, hidden) {
@@ -124,6 +134,8 @@ func hidden(r rune) bool {
 	case r < 0x20, r >= 0x7F && r <= 0x9F:
 		return true
 	case r >= 0x200B && r <= 0x200F, r >= 0x2028 && r <= 0x202E, r >= 0x2060 && r <= 0x2069, r == 0xFEFF:
+		return true
+	case r >= 0x00AD && unicode.Is(unicode.Cf, r):
 		return true
 	}
 	return false

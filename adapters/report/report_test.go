@@ -203,3 +203,45 @@ func TestPagesMatchTheirGoldenFiles(t *testing.T) {
 		})
 	}
 }
+
+// A report cancelled by a signal (its context) prints no page: the run
+// was not found at fault, so "do not rely on this run" would be false. It
+// says so in one line on standard error and exits 3, as a cancelled
+// one-shot call does (SPEC §1, §13 are silent on a cancelled report).
+func TestACancelledReportPrintsNoPage(t *testing.T) {
+	w := newWorkspace(t)
+	w.analyze("r1")
+	for _, format := range []string{"markdown", "html"} {
+		t.Run(format, func(t *testing.T) {
+			is := is.New(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var out, errOut bytes.Buffer
+			exit := report.Run(ctx, []string{"--workspace", wsRoot, "--output-dir", "runs", "--run-id", "r1", "--format", format}, &out, &errOut, w.wire)
+			is.Equal(exit, 3)
+			is.Equal(out.String(), "") // no page
+			is.True(strings.HasPrefix(errOut.String(), "CANCELLED: "))
+			is.Equal(strings.Count(errOut.String(), "\n"), 1)
+			is.True(!strings.Contains(errOut.String(), "committed")) // the report commits nothing: no tool's words
+		})
+	}
+}
+
+// failingWriter is a standard output that takes nothing, as /dev/full.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, io.ErrShortWrite }
+
+// Neither the page nor the usage claims success when standard output
+// takes none of it: exit 1, as for a page not delivered.
+func TestNothingDeliveredIsNoSuccess(t *testing.T) {
+	w := newWorkspace(t)
+	w.analyze("r1")
+	for _, args := range [][]string{{"--output-dir", "runs", "--run-id", "r1"}, {"--help"}} {
+		t.Run(args[0], func(t *testing.T) {
+			is := is.New(t)
+			var errOut bytes.Buffer
+			is.Equal(report.Run(context.Background(), append([]string{"--workspace", wsRoot}, args...), failingWriter{}, &errOut, w.wire), 1)
+		})
+	}
+}

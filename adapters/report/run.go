@@ -29,21 +29,23 @@ default, or one self-contained HTML page. It writes nothing.
 
 Exit status: 0 verified, 1 verification found a fault (the page says so in
 its first line), 2 an option fault (one line on standard error, nothing on
-standard output).
+standard output), 3 cancelled by SIGINT or SIGTERM (no page).
 `
 
 // Run runs "tool-runner report" (protocol §13): args are the command line
 // after the word report. It verifies the run, prints the page and returns
 // the exit status: 0 verified, 1 a fault of the run or the ledger (the
 // page is still printed), 2 an option fault, named by its code in one line
-// on stderr, with nothing on stdout.
+// on stderr, with nothing on stdout, 3 cancelled by a signal (no page).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer, wire app.Wire) int {
 	o, help, e := cli.Parse(app.Report, args)
 	if e != nil {
 		return optionFault(stderr, e)
 	}
 	if help {
-		_, _ = io.WriteString(stdout, Usage)
+		if _, err := io.WriteString(stdout, Usage); err != nil {
+			return 1 // not delivered, as a page: no claim of success
+		}
 		return 0
 	}
 	s, e := app.Open(o, wire)
@@ -54,6 +56,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, wire app.
 	r, e := s.Review(ctx)
 	if e != nil {
 		return optionFault(stderr, e)
+	}
+	if r.Fault != nil && r.Fault.Code == app.Cancelled {
+		// A signal stopped the checks: the run was not found at fault, so
+		// a page saying "do not rely on this run" would be false. Exit 3,
+		// as a cancelled one-shot call (SPEC §1).
+		fmt.Fprintf(stderr, "%s: the report was cancelled by a signal before its checks finished; nothing was printed: run it again\n", app.Cancelled)
+		return 3
 	}
 	render := Markdown
 	if o.Format == app.FormatHTML {
