@@ -138,7 +138,7 @@ func (s *Service) reviewLedger(r *Review, a *audit) *Error {
 	ev := &LedgerEvidence{}
 	report, e := s.walkChain(func(line int64, rec ledger.Record) {
 		if ev.Record != nil || rec.RunID == nil || *rec.RunID != r.RunID || rec.ResultSHA256 == nil {
-			return // a record names a run exactly when it has its result's SHA256 (SPEC §11.3)
+			return // a record names a run exactly when it has its result's SHA256 (protocol §11.3)
 		}
 		entry := &LedgerEntry{Line: line, Seq: rec.Seq, Time: rec.Time, Transport: rec.Transport, ResultSHA256: *rec.ResultSHA256}
 		if r.Fault == nil && entry.ResultSHA256 != a.parsedReceipt.ResultSHA256 {

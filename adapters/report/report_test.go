@@ -207,7 +207,7 @@ func TestPagesMatchTheirGoldenFiles(t *testing.T) {
 // A report cancelled by a signal (its context) prints no page: the run
 // was not found at fault, so "do not rely on this run" would be false. It
 // says so in one line on standard error and exits 3, as a cancelled
-// one-shot call does (SPEC §1, §13 are silent on a cancelled report).
+// one-shot call does (protocol §1, §13 are silent on a cancelled report).
 func TestACancelledReportPrintsNoPage(t *testing.T) {
 	w := newWorkspace(t)
 	w.analyze("r1")

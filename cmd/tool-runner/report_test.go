@@ -158,7 +158,7 @@ func TestReportHelp(t *testing.T) {
 
 // TestReportOfHostileRunAndLedgerFiles runs the real binary on runs an
 // attacker who controls the run directory and the ledger would make. A
-// receipt's build facts are checked for shape only (SPEC §6.3), so a run
+// receipt's build facts are checked for shape only (protocol §6.3), so a run
 // whose receipt carries forged ones, with its checksum map made again,
 // verifies: the page must show them as plain values, a link or an
 // invisible character in neither format. And a run made again under an ID
@@ -239,7 +239,7 @@ func TestReportOfHostileRunAndLedgerFiles(t *testing.T) {
 // TestReportIsCancelledWhileItWaitsForTheLedger holds an exclusive lock on
 // the ledger, starts a report with --ledger, and sends it SIGTERM while it
 // waits for its shared lock: the operator's signal should end the wait,
-// as it ends a tool call's (SPEC §1.3, "cancelled while it waited for
+// as it ends a tool call's (protocol §1.3, "cancelled while it waited for
 // another process's lock"), and no page be printed.
 func TestReportIsCancelledWhileItWaitsForTheLedger(t *testing.T) {
 	t.Skip("defect: ScanLedger (ports.LedgerStore) takes no context, so the report waits out its 10 s for the ledger's shared lock whatever signal comes, then prints the page as if none had; the fix adds a ctx to the port, its two adapters, porttest and walkChain")
