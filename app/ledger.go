@@ -213,15 +213,15 @@ func (r LedgerReport) JSON() []byte {
 // CheckChain re-reads the whole ledger and checks every line: its shape,
 // seq from 1 without a gap, and each prev.
 func (s *Service) CheckChain() (LedgerReport, *Error) {
-	return s.walkChain(nil)
+	return s.walkChain(context.Background(), nil)
 }
 
 // walkChain is CheckChain, which also hands every good record to visit
 // (when not nil) with its line number, in order.
-func (s *Service) walkChain(visit func(line int64, r ledger.Record)) (LedgerReport, *Error) {
+func (s *Service) walkChain(ctx context.Context, visit func(line int64, r ledger.Record)) (LedgerReport, *Error) {
 	chain := records().Chain()
 	var n int64
-	err := s.p.Ledger.ScanLedger(s.ledger, func(line []byte) error {
+	err := s.p.Ledger.ScanLedger(ctx, s.ledger, func(line []byte) error {
 		n++
 		r, err := chain.Add(line)
 		if err != nil {

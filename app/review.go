@@ -120,7 +120,7 @@ func (s *Service) Review(ctx context.Context) (r Review, e *Error) {
 		}
 	}
 	if s.ledger != "" {
-		if e := s.reviewLedger(&r, a); e != nil {
+		if e := s.reviewLedger(ctx, &r, a); e != nil {
 			return Review{}, e
 		}
 	}
@@ -134,9 +134,9 @@ func (s *Service) Review(ctx context.Context) (r Review, e *Error) {
 // that committed the run: the first that names it (and, once the run
 // verified, its result's SHA256). A damaged chain is the page's fault
 // unless verification found one first.
-func (s *Service) reviewLedger(r *Review, a *audit) *Error {
+func (s *Service) reviewLedger(ctx context.Context, r *Review, a *audit) *Error {
 	ev := &LedgerEvidence{}
-	report, e := s.walkChain(func(line int64, rec ledger.Record) {
+	report, e := s.walkChain(ctx, func(line int64, rec ledger.Record) {
 		if ev.Record != nil || rec.RunID == nil || *rec.RunID != r.RunID || rec.ResultSHA256 == nil {
 			return // a record names a run exactly when it has its result's SHA256 (protocol §11.3)
 		}

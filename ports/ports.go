@@ -248,9 +248,11 @@ type LedgerStore interface {
 	// with its newline when it has one, until line returns an error. It
 	// reads the ledger as it was when the scan began, and appends made
 	// meanwhile neither wait for it nor show in it. A missing ledger is
-	// ErrMissing; something other than a regular file, ErrNotRegular. It
-	// changes nothing, the file's mode included.
-	ScanLedger(rel string, line func(data []byte) error) error
+	// ErrMissing; something other than a regular file, ErrNotRegular. Its
+	// wait for the shared lock ends at once, with ctx's error, when ctx is
+	// done while another process holds the lock. It changes nothing, the
+	// file's mode included.
+	ScanLedger(ctx context.Context, rel string, line func(data []byte) error) error
 }
 
 // HeldLedger is the ledger under an exclusive lock that its holder keeps

@@ -149,7 +149,7 @@ func (h *heldLedger) Release() error {
 }
 
 // ScanLedger implements ports.LedgerStore.
-func (w *Workspace) ScanLedger(rel string, line func([]byte) error) error {
+func (w *Workspace) ScanLedger(_ context.Context, rel string, line func([]byte) error) error {
 	w.mu.Lock()
 	data, err := w.ledgerBytes(rel)
 	w.mu.Unlock()

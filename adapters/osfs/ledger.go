@@ -172,7 +172,7 @@ func cutBack(f *os.File, size int64, err error) error {
 // never rewritten (appends add after it, and a failed append cuts back
 // only its own bytes), and a long scan never holds an append up. A line
 // longer than maxLedgerLineBytes is handed over cut at that length.
-func (w *Workspace) ScanLedger(rel string, line func([]byte) error) (err error) {
+func (w *Workspace) ScanLedger(ctx context.Context, rel string, line func([]byte) error) (err error) {
 	defer func() { err = withCause(err) }()
 	if err := canLock(); err != nil {
 		return err
@@ -185,7 +185,7 @@ func (w *Workspace) ScanLedger(rel string, line func([]byte) error) (err error) 
 		f.Close()
 		return err
 	}
-	l, err := lockWithin(context.Background(), w.gateFor(rel), f, lockShared, readLockWait)
+	l, err := lockWithin(ctx, w.gateFor(rel), f, lockShared, readLockWait)
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,7 @@ func TestALedgerLineIsReadWithinItsBound(t *testing.T) {
 	is.Equal(len(last), maxLedgerLineBytes) // the torn last line, cut
 	var lens []int
 	var texts []string
-	is.NoErr(ws.ScanLedger("ledger.jsonl", func(data []byte) error {
+	is.NoErr(ws.ScanLedger(context.Background(), "ledger.jsonl", func(data []byte) error {
 		lens = append(lens, len(data))
 		texts = append(texts, string(data[:min(len(data), 6)]))
 		return nil
@@ -345,7 +345,7 @@ func TestAFIFOIsNotALedger(t *testing.T) {
 	is.True(errors.Is(err, ports.ErrNotRegular)) // LastLine
 	err = ws.appendOnce("ledger.jsonl", time.Second, line("one\n", nil))
 	is.True(errors.Is(err, ports.ErrNotRegular)) // Append
-	err = ws.ScanLedger("ledger.jsonl", func([]byte) error { return nil })
+	err = ws.ScanLedger(context.Background(), "ledger.jsonl", func([]byte) error { return nil })
 	is.True(errors.Is(err, ports.ErrNotRegular)) // ScanLedger
 }
 

@@ -29,7 +29,7 @@ func TestWindowsRefusesTheWriterAndTheLedgerAndWritesNothing(t *testing.T) {
 	is.True(errors.Is(err, ports.ErrPlatform))
 	_, err = ws.Lock(context.Background(), "ledger.jsonl", 0)
 	is.True(errors.Is(err, ports.ErrPlatform))
-	is.True(errors.Is(ws.ScanLedger("ledger.jsonl", func([]byte) error { return nil }), ports.ErrPlatform))
+	is.True(errors.Is(ws.ScanLedger(context.Background(), "ledger.jsonl", func([]byte) error { return nil }), ports.ErrPlatform))
 	entries, err := os.ReadDir(dir)
 	is.NoErr(err)
 	is.Equal(len(entries), 1) // only data/: no runs/, no ledger

@@ -132,7 +132,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 			return []byte("x\n"), nil
 		})
 		is.True(errors.Is(err, ports.ErrNotRegular)) // Append
-		err = s.Ledger.ScanLedger("ledger.jsonl", func([]byte) error { return nil })
+		err = s.Ledger.ScanLedger(context.Background(), "ledger.jsonl", func([]byte) error { return nil })
 		is.True(errors.Is(err, ports.ErrNotRegular)) // ScanLedger
 		is.Equal(s.List("ledger.jsonl"), []string{"inside"})
 	})
@@ -141,14 +141,14 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		is := is.New(t)
 		s := newSubject(t, map[string]string{"ledger.jsonl": "a\nb\n\nc", "empty.jsonl": ""})
 		var lines []string
-		is.NoErr(s.Ledger.ScanLedger("ledger.jsonl", func(line []byte) error {
+		is.NoErr(s.Ledger.ScanLedger(context.Background(), "ledger.jsonl", func(line []byte) error {
 			lines = append(lines, string(line))
 			return nil
 		}))
 		is.Equal(lines, []string{"a\n", "b\n", "\n", "c"}) // each with its newline, the torn last as it is
 
 		calls := 0
-		is.NoErr(s.Ledger.ScanLedger("empty.jsonl", func([]byte) error { calls++; return nil }))
+		is.NoErr(s.Ledger.ScanLedger(context.Background(), "empty.jsonl", func([]byte) error { calls++; return nil }))
 		is.Equal(calls, 0) // an empty ledger has no line
 	})
 
@@ -157,7 +157,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		s := newSubject(t, map[string]string{"ledger.jsonl": "a\nb\nc\n"})
 		stop := errors.New("bad line")
 		var lines []string
-		err := s.Ledger.ScanLedger("ledger.jsonl", func(line []byte) error {
+		err := s.Ledger.ScanLedger(context.Background(), "ledger.jsonl", func(line []byte) error {
 			lines = append(lines, string(line))
 			if len(lines) == 2 {
 				return stop
@@ -174,7 +174,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		is := is.New(t)
 		s := newSubject(t, map[string]string{"ledger.jsonl": "one\ntwo\n"})
 		var lines []string
-		is.NoErr(s.Ledger.ScanLedger("ledger.jsonl", func(line []byte) error {
+		is.NoErr(s.Ledger.ScanLedger(context.Background(), "ledger.jsonl", func(line []byte) error {
 			if len(lines) == 0 {
 				is.NoErr(appendOnce(s.Ledger, "ledger.jsonl", wait, func([]byte) ([]byte, error) { return []byte("three\n"), nil })) // not held up
 			}
@@ -244,7 +244,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		s.Chmod("old.jsonl", 0o644) // as an earlier version made it
 		_, err := s.Ledger.LastLine(context.Background(), "old.jsonl")
 		is.NoErr(err)
-		is.NoErr(s.Ledger.ScanLedger("old.jsonl", func([]byte) error { return nil }))
+		is.NoErr(s.Ledger.ScanLedger(context.Background(), "old.jsonl", func([]byte) error { return nil }))
 		is.Equal(s.Mode("old.jsonl"), fs.FileMode(0o644)) // reads change nothing
 		held, err := s.Ledger.Lock(context.Background(), "old.jsonl", wait)
 		is.NoErr(err)
@@ -256,7 +256,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 	t.Run("a scan of a missing ledger is ErrMissing", func(t *testing.T) {
 		is := is.New(t)
 		s := newSubject(t, nil)
-		err := s.Ledger.ScanLedger("ledger.jsonl", func([]byte) error { return nil })
+		err := s.Ledger.ScanLedger(context.Background(), "ledger.jsonl", func([]byte) error { return nil })
 		is.True(errors.Is(err, ports.ErrMissing))
 		is.Equal(s.List("."), []string{}) // and a scan creates nothing
 	})

@@ -242,7 +242,6 @@ func TestReportOfHostileRunAndLedgerFiles(t *testing.T) {
 // as it ends a tool call's (protocol §1.3, "cancelled while it waited for
 // another process's lock"), and no page be printed.
 func TestReportIsCancelledWhileItWaitsForTheLedger(t *testing.T) {
-	t.Skip("defect: ScanLedger (ports.LedgerStore) takes no context, so the report waits out its 10 s for the ledger's shared lock whatever signal comes, then prints the page as if none had; the fix adds a ctx to the port, its two adapters, porttest and walkChain")
 	ws := fixture(t)
 	o := call(t, ws, analyzeRequest("locked-001", digestOf(t, ws)), "--workspace", ws, "--output-dir", "runs", "--ledger", "ledger.jsonl")
 	if o.exit != 0 {
