@@ -554,11 +554,19 @@ func TestMCPStopsOnASignalAfterAnsweringTheCallInFlight(t *testing.T) {
 				}
 				time.Sleep(delay)
 				is.NoErr(s.cmd.Process.Signal(sig))
+				unlocked := make(chan struct{})
 				if held != nil {
 					// A call cancelled before its commit waits here for
 					// the lock to append its record (a cancellation while
 					// it waits for the lock itself answers at once).
-					time.AfterFunc(200*time.Millisecond, func() { _ = unix.Flock(int(held.Fd()), unix.LOCK_UN) })
+					fd := int(held.Fd())
+					go func() {
+						defer close(unlocked)
+						time.Sleep(200 * time.Millisecond)
+						_ = unix.Flock(fd, unix.LOCK_UN)
+					}()
+				} else {
+					close(unlocked)
 				}
 				m := answers[1]
 				if m == nil {
@@ -574,6 +582,7 @@ func TestMCPStopsOnASignalAfterAnsweringTheCallInFlight(t *testing.T) {
 					is.Equal(code, "CANCELLED") // it could not commit before the signal
 				}
 				outcomes[codeOr(code, "success")]++
+				<-unlocked // before the file is closed
 				rest, exit := s.finish()
 				is.Equal(len(rest), 0)
 				is.Equal(exit, 0)
