@@ -4,7 +4,6 @@ import (
 	"bufio"
 	_ "embed"
 	"fmt"
-	"html/template"
 	"io"
 	"strings"
 	"unicode"
@@ -141,16 +140,85 @@ func hidden(r rune) bool {
 	return false
 }
 
-//go:embed page.html.tmpl
-var pageTemplate string
+//go:embed page.html
+var pageHead string
+
+// htmlEscaper writes text as HTML character data: the replacements
+// html/template makes in text and RCDATA (a NUL cannot occur: visible has
+// written it out).
+var htmlEscaper = strings.NewReplacer(
+	"\x00", "\uFFFD", `"`, "&#34;", "&", "&amp;", "'", "&#39;", "+", "&#43;", "<", "&lt;", ">", "&gt;",
+)
 
 // HTML writes the page of r as one self-contained HTML5 document: inline
-// CSS with a print style, no script, no external resource. html/template
-// escapes every value for its context.
+// CSS with a print style, no script, no external resource. Every value is
+// escaped as text, by visible and then htmlEscaper; the only markup is the
+// page's own. It is written by hand rather than by html/template, whose
+// reflection on method names keeps every exported method of the binary
+// alive in the linker: 2.5 MB more engine (9.0 → 11.5 MB stripped), which
+// analyze and verify hash on every call (protocol §6).
 func HTML(w io.Writer, r app.Review) error {
-	t, err := template.New("page").Funcs(template.FuncMap{"visible": visible}).Parse(pageTemplate)
-	if err != nil {
-		return err
+	p := newPage(r)
+	b := bufio.NewWriter(w)
+	text := func(s string) { _, _ = htmlEscaper.WriteString(b, visible(s)) }
+	spans := func(list []span) {
+		for _, s := range list {
+			switch {
+			case s.Strong:
+				b.WriteString("<strong>")
+				text(s.Text)
+				b.WriteString("</strong>")
+			case s.Code:
+				b.WriteString("<code>")
+				text(s.Text)
+				b.WriteString("</code>")
+			default:
+				text(s.Text)
+			}
+		}
 	}
-	return t.Execute(w, newPage(r))
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>")
+	text(p.Title)
+	b.WriteString("</title>\n")
+	b.WriteString(pageHead)
+	class := "fault"
+	if p.Verified {
+		class = "verified"
+	}
+	b.WriteString("<body>\n<h1 class=\"" + class + "\">")
+	spans(p.Verdict)
+	b.WriteString("</h1>")
+	for _, sec := range p.Sections {
+		b.WriteString("\n<section>\n<h2>")
+		text(sec.Heading)
+		b.WriteString("</h2>")
+		for _, bl := range sec.Blocks {
+			if bl.Table == nil {
+				b.WriteString("\n<p>")
+				spans(bl.Para)
+				b.WriteString("</p>")
+				continue
+			}
+			b.WriteString("\n<table>\n<thead><tr>")
+			for _, h := range bl.Table.Head {
+				b.WriteString("<th>")
+				text(h)
+				b.WriteString("</th>")
+			}
+			b.WriteString("</tr></thead>\n<tbody>")
+			for _, row := range bl.Table.Rows {
+				b.WriteString("\n<tr>")
+				for _, c := range row {
+					b.WriteString("<td>")
+					spans([]span{c})
+					b.WriteString("</td>")
+				}
+				b.WriteString("</tr>")
+			}
+			b.WriteString("\n</tbody>\n</table>")
+		}
+		b.WriteString("\n</section>")
+	}
+	b.WriteString("\n</body>\n</html>\n")
+	return b.Flush()
 }
