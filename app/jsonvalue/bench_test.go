@@ -17,7 +17,7 @@ import (
 // about 1.5 MB. The Baseline benchmarks run encoding/json on the same bytes
 // in the same run, so the figures can be quoted as ratios:
 //
-//	go test ./domain/strictjson -run '^$' -bench . -count 5
+//	go test ./app/jsonvalue -run '^$' -bench . -count 5
 var resultDocument = sync.OnceValue(func() []byte {
 	type contribution struct {
 		TransactionID string  `json:"transaction_id"`
