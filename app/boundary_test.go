@@ -14,24 +14,27 @@ import (
 // An analyze may not write into existing evidence: an output directory that
 // is, or sits inside, a run directory (or a killed writer's pending
 // directory) would add entries to it and make it fail verification forever.
+// On both file systems.
 func TestAnalyzeNeverWritesIntoExistingEvidence(t *testing.T) {
-	for _, out := range []string{"runs/r1", "runs/r1/sub", "runs/.pending-0123"} {
-		t.Run(out, func(t *testing.T) {
-			is := is.New(t)
-			m := newMem(t, shippedFixture(t))
-			digest := m.digest()
-			is.Equal(m.run(analyzeReq("r1", digest), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
-			is.NoErr(m.fs.MkdirAll(wsRoot+"/runs/.pending-0123", 0o755))
-			r := m.run(analyzeReq("nested", digest), "--workspace", wsRoot, "--output-dir", out)
-			is.Equal(r.code(), "PATH_BOUNDARY")
-			v := m.run(verifyReq("v", "r1"), "--workspace", wsRoot, "--output-dir", "runs")
-			is.Equal(v.Exit, 0) // the existing run still verifies
-		})
+	for _, f := range fileSystems() {
+		for _, out := range []string{"runs/r1", "runs/r1/sub", "runs/.pending-0123"} {
+			t.Run(f.name+"/"+out, func(t *testing.T) {
+				is := is.New(t)
+				d := commitRun(t, f)
+				is.NoErr(d.view.MkdirAll("runs/.pending-0123", 0o755))
+				before := d.photograph()
+				r := d.callWith(analyzeReq("nested", d.digest()), "--output-dir", out)
+				is.Equal(r.code(), "PATH_BOUNDARY")
+				is.Equal(d.photograph(), before)               // nothing written
+				is.Equal(d.call(verifyReq("v", "r1")).Exit, 0) // the existing run still verifies
+			})
+		}
 	}
 }
 
 // protocol §1: O must resolve inside W, whichever tool is called; a path that
 // is a file is INVALID_OUTPUT. Only analyze applies the protected folders.
+// On both file systems.
 func TestEveryToolChecksAGivenOutputDirectory(t *testing.T) {
 	tests := []struct {
 		tool, out, code string
@@ -45,19 +48,24 @@ func TestEveryToolChecksAGivenOutputDirectory(t *testing.T) {
 		{"verify", "notes.txt", "INVALID_OUTPUT"},
 		{"verify", "data", "MISSING_RESULT"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.tool+" "+tt.out, func(t *testing.T) {
-			is := is.New(t)
-			files := shippedFixture(t)
-			files["notes.txt"] = []byte("x")
-			m := newMem(t, files)
-			req := inspect("i1")
-			if tt.tool == "verify" {
-				req = verifyReq("v1", "r1")
-			}
-			r := m.run(req, "--workspace", wsRoot, "--output-dir", tt.out)
-			is.Equal(r.code(), tt.code)
-		})
+	for _, f := range fileSystems() {
+		for _, tt := range tests {
+			t.Run(f.name+"/"+tt.tool+" "+tt.out, func(t *testing.T) {
+				is := is.New(t)
+				files := shippedFixture(t)
+				files["notes.txt"] = []byte("x")
+				d := openOn(t, f, files)
+				req := inspect("i1")
+				if tt.tool == "verify" {
+					req = verifyReq("v1", "r1")
+				}
+				before := d.photograph()
+				r := d.callWith(req, "--output-dir", tt.out)
+				is.Equal(r.code(), tt.code)
+				is.True(!strings.Contains(r.Raw, d.root)) // no absolute path
+				is.Equal(d.photograph(), before)          // inspect and verify write nothing
+			})
+		}
 	}
 }
 

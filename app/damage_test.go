@@ -95,27 +95,47 @@ type damaged struct {
 	runID  string
 }
 
-func commitRun(t *testing.T, f bothFS) *damaged {
+// openOn lays files out as a workspace on f.
+func openOn(t *testing.T, f bothFS, files map[string][]byte) *damaged {
 	t.Helper()
 	d := &damaged{t: t, engine: fixedEngine(), runID: "r1"}
-	d.root, d.view, d.wire = f.open(t, shippedFixture(t), func() ports.Engine { return d.engine })
-	r := d.call(inspect("i1"))
-	var res struct {
-		SourceDigest string `json:"source_digest"`
-	}
-	if err := json.Unmarshal(r.Body.Result, &res); err != nil {
-		t.Fatalf("inspect: %s", r.Raw)
-	}
-	if r := d.call(analyzeReq("r1", res.SourceDigest)); r.Exit != 0 {
+	d.root, d.view, d.wire = f.open(t, files, func() ports.Engine { return d.engine })
+	return d
+}
+
+func commitRun(t *testing.T, f bothFS) *damaged {
+	t.Helper()
+	d := openOn(t, f, shippedFixture(t))
+	if r := d.call(analyzeReq("r1", d.digest())); r.Exit != 0 {
 		t.Fatalf("analyze: %s", r.Raw)
 	}
 	return d
 }
 
+// digest inspects and returns the source digest.
+func (d *damaged) digest() string {
+	d.t.Helper()
+	r := d.call(inspect("i1"))
+	var res struct {
+		SourceDigest string `json:"source_digest"`
+	}
+	if err := json.Unmarshal(r.Body.Result, &res); err != nil || res.SourceDigest == "" {
+		d.t.Fatalf("inspect: %s", r.Raw)
+	}
+	return res.SourceDigest
+}
+
+// call answers request with the output directory runs.
 func (d *damaged) call(request string) response {
 	d.t.Helper()
+	return d.callWith(request, "--output-dir", "runs")
+}
+
+// callWith answers request with --workspace and args.
+func (d *damaged) callWith(request string, args ...string) response {
+	d.t.Helper()
 	var out bytes.Buffer
-	exit := stdio.Run(context.Background(), []string{"--workspace", d.root, "--output-dir", "runs"}, strings.NewReader(request), &out, d.wire)
+	exit := stdio.Run(context.Background(), append([]string{"--workspace", d.root}, args...), strings.NewReader(request), &out, d.wire)
 	return decode(d.t, out.Bytes(), exit)
 }
 
