@@ -45,6 +45,7 @@ func layers() map[string]layer {
 		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-json-experiment/json"}},
 		"contracts": {},
 		"internal":  {internal: []string{"internal"}},
+		"wiring":    {anything: true},
 		"cmd":       {anything: true},
 	}
 }
@@ -56,6 +57,11 @@ func layers() map[string]layer {
 func drivingAdapters() []string {
 	return []string{module + "/adapters/stdio", module + "/adapters/mcp", cliPackage, module + "/adapters/report"}
 }
+
+// wirePackage composes the real-disk adapters into the app's ports, for
+// cmd/tool-runner and for tests that run the program in their own
+// process: a composition root, which no layer but cmd imports.
+const wirePackage = module + "/internal/wire"
 
 // cliPackage parses the command line for both transports: the one adapter
 // the transports may import.
@@ -73,6 +79,9 @@ func purePackages() []string {
 func layerOf(top, pkg string) string {
 	if slices.Contains(purePackages(), pkg) {
 		return "pure"
+	}
+	if pkg == wirePackage {
+		return "wiring"
 	}
 	for _, d := range drivingAdapters() {
 		if pkg == d || strings.HasPrefix(pkg, d+"/") {
@@ -97,6 +106,9 @@ func check(top, pkg, imp string) error {
 	}
 	if l.anything {
 		return nil
+	}
+	if imp == wirePackage {
+		return fmt.Errorf("%s imports %s: only the composition roots (cmd) do", pkg, imp)
 	}
 	if rest, ok := strings.CutPrefix(imp, module+"/"); ok {
 		target, _, _ := strings.Cut(rest, "/")
@@ -201,6 +213,10 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/osfs", cliPackage},
 		{"adapters", cliPackage, module + "/adapters/stdio"},
 		{"app", module + "/app", cliPackage},
+		{"app", module + "/app", wirePackage},
+		{"adapters", module + "/adapters/stdio", wirePackage},
+		{"adapters", module + "/adapters/osfs", wirePackage},
+		{"internal", module + "/internal/testinputs", wirePackage},
 		{"app", module + "/app/attest", module + "/app"},
 		{"app", module + "/app/attest", module + "/ports"},
 		{"app", module + "/app/attest", "os"},
@@ -246,6 +262,8 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"app", module + "/app/ledger", module + "/app/protocol"},
 		{"adapters", module + "/adapters/mcp", module + "/app/protocol"},
 		{"adapters", module + "/adapters/report", module + "/app"},
+		{"internal", wirePackage, module + "/adapters/osfs"},
+		{"internal", wirePackage, module + "/app"},
 		{"adapters", module + "/adapters/report", "html/template"},
 	} {
 		if err := check(ok.top, ok.pkg, ok.imp); err != nil {

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,34 +24,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/metricproof/metricproof/adapters/engine"
-	"github.com/metricproof/metricproof/adapters/keyfile"
-	"github.com/metricproof/metricproof/adapters/osfs"
 	"github.com/metricproof/metricproof/adapters/stdio"
-	"github.com/metricproof/metricproof/adapters/sysclock"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/internal/wire"
 )
-
-// newWire is cmd/tool-runner's composition of the real-disk adapters,
-// copied so the program runs in this process.
-func newWire(eng *engine.Self) app.Wire {
-	return func(o app.Options) (app.Ports, io.Closer, error) {
-		ws, err := osfs.Open(o.Workspace)
-		if err != nil {
-			return app.Ports{}, nil, err
-		}
-		return app.Ports{
-			Sources:  ws,
-			Paths:    ws,
-			Evidence: ws,
-			Ledger:   ws,
-			Keys:     keyfile.Reader{},
-			Cancel:   ws.Marker(o.CancelFile),
-			Clock:    sysclock.System{},
-			Engine:   eng,
-		}, ws, nil
-	}
-}
 
 // runner runs the real program in this process, over real files.
 type runner struct {
@@ -63,7 +39,7 @@ type runner struct {
 }
 
 func newRunner(t *testing.T) *runner {
-	return &runner{t: t, wire: newWire(engine.New()), tmp: t.TempDir()}
+	return &runner{t: t, wire: wire.Real(engine.New()), tmp: t.TempDir()}
 }
 
 // with is the runner for the subtest t: the same program and folder,

@@ -18,13 +18,10 @@ import (
 	"syscall"
 
 	"github.com/metricproof/metricproof/adapters/engine"
-	"github.com/metricproof/metricproof/adapters/keyfile"
 	"github.com/metricproof/metricproof/adapters/mcp"
-	"github.com/metricproof/metricproof/adapters/osfs"
 	"github.com/metricproof/metricproof/adapters/report"
 	"github.com/metricproof/metricproof/adapters/stdio"
-	"github.com/metricproof/metricproof/adapters/sysclock"
-	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/internal/wire"
 )
 
 func main() {
@@ -40,7 +37,7 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx := cancelledBySignals()
 	eng := engine.New()
-	wire := newWire(eng)
+	wire := wire.Real(eng)
 	if len(args) == 0 || args[0] != "mcp" {
 		oneShotMemory()
 	} else {
@@ -121,25 +118,4 @@ func moduleVersion() string {
 		return v
 	}
 	return "(devel)"
-}
-
-// newWire returns the composition of the real-disk adapters. The engine
-// is hashed at most once per process, however many calls it serves.
-func newWire(eng *engine.Self) app.Wire {
-	return func(o app.Options) (app.Ports, io.Closer, error) {
-		ws, err := osfs.Open(o.Workspace)
-		if err != nil {
-			return app.Ports{}, nil, err
-		}
-		return app.Ports{
-			Sources:  ws,
-			Paths:    ws,
-			Evidence: ws,
-			Ledger:   ws,
-			Keys:     keyfile.Reader{},
-			Cancel:   ws.Marker(o.CancelFile),
-			Clock:    sysclock.System{},
-			Engine:   eng,
-		}, ws, nil
-	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/internal/testinputs"
+	"github.com/metricproof/metricproof/internal/wire"
 )
 
 // BenchmarkMCP times one tools/call of each tool through a live server
@@ -111,7 +112,7 @@ func benchSession(b *testing.B, ws string, eng *engine.Self) *sdk.ClientSession 
 	if e != nil {
 		b.Fatal(e)
 	}
-	svc, e := app.Open(o, newWire(eng))
+	svc, e := app.Open(o, wire.Real(eng))
 	if e != nil {
 		b.Fatal(e)
 	}
