@@ -3,8 +3,6 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"io/fs"
@@ -177,16 +175,11 @@ func (d *damaged) replace(rel, old, new string) {
 // both hashes of checksums.json.
 func (d *damaged) reseal(oldResult, oldReceipt string) {
 	d.t.Helper()
-	result := sum(d.read("runs/r1/result.json"))
+	result := sha(d.read("runs/r1/result.json"))
 	d.replace("runs/r1/receipt.json", oldResult, result)
-	receipt := sum(d.read("runs/r1/receipt.json"))
+	receipt := sha(d.read("runs/r1/receipt.json"))
 	d.replace("runs/r1/checksums.json", oldResult, result)
 	d.replace("runs/r1/checksums.json", oldReceipt, receipt)
-}
-
-func sum(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }
 
 // photograph is every entry under the workspace: path, mode, size,
@@ -204,7 +197,7 @@ func (d *damaged) photograph() map[string]string {
 			if err != nil {
 				return err
 			}
-			entry += " " + sum(b)
+			entry += " " + sha(b)
 		}
 		shot[filepath.ToSlash(p)] = entry
 		return nil
@@ -248,12 +241,12 @@ func TestVerifyNamesEachDamageOnBothFileSystems(t *testing.T) {
 			d.replace(result, `"rate": "0.827272727273"`, `"rate": "0.827272727272"`)
 		}},
 		{"the rate edited and every hash recomputed", "RESULT_TAMPERED", "a fresh computation", func(d *damaged) {
-			oldResult, oldReceipt := sum(d.read(result)), sum(d.read(receipt))
+			oldResult, oldReceipt := sha(d.read(result)), sha(d.read(receipt))
 			d.replace(result, `"rate": "0.827272727273"`, `"rate": "0.827272727274"`)
 			d.reseal(oldResult, oldReceipt)
 		}},
 		{"the release marked eligible and every hash recomputed", "RESULT_TAMPERED", "a fresh computation", func(d *damaged) {
-			oldResult, oldReceipt := sum(d.read(result)), sum(d.read(receipt))
+			oldResult, oldReceipt := sha(d.read(result)), sha(d.read(receipt))
 			d.replace(result, `"eligible": false`, `"eligible": true`)
 			d.reseal(oldResult, oldReceipt)
 		}},

@@ -23,9 +23,9 @@ type VersionLine struct {
 // Version runs "tool-runner version"; args are the arguments after it, of
 // which there may be none, and settings are the binary's build settings.
 // Exit 0 with one compact JSON line on stdout. An argument is
-// INVALID_OPTIONS, and an engine that cannot be hashed
-// IO_OR_NUMERIC_ERROR: one line on stderr naming the code, exit 2, as
-// mcp's option faults.
+// INVALID_OPTIONS, and an engine that cannot be hashed or a line that
+// cannot be written IO_OR_NUMERIC_ERROR: one line on stderr naming the
+// code, exit 2, as mcp's option faults.
 func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings map[string]string) int {
 	if len(args) > 0 {
 		// The position on the whole command line, never the text.
@@ -46,6 +46,7 @@ func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings
 		return 2
 	}
 	if err := Write(stdout, append(line, '\n')); err != nil {
+		fmt.Fprintf(stderr, "%s: the version line could not be written to standard output; check where it goes\n", app.IOOrNumericError)
 		return 2
 	}
 	return 0
