@@ -96,9 +96,10 @@ func Disclaimer() []Disclaimed {
 // Review verifies the run the options name (--run-id) exactly as
 // verify_result does, checks the ledger's chain when --ledger is given,
 // and gathers the page. It writes nothing and changes no mode. The error
-// is an option fault, for no page: the output directory's place, or a
-// ledger that cannot be read; a run missing, damaged or tampered with is
-// the page's Fault.
+// is for no page: an option fault (the output directory's place, a ledger
+// that cannot be read) or CANCELLED, wherever the signal stopped it (a
+// cancelled check found nothing at fault, so no page may say so); a run
+// missing, damaged or tampered with is the page's Fault.
 func (s *Service) Review(ctx context.Context) (r Review, e *Error) {
 	defer func() {
 		if recover() != nil {
@@ -112,6 +113,9 @@ func (s *Service) Review(ctx context.Context) (r Review, e *Error) {
 	a, done, failed, fault := s.audit(ctx, r.RunID)
 	for _, name := range done {
 		r.Checks = append(r.Checks, CheckOutcome{Name: name, Passed: true})
+	}
+	if fault != nil && fault.Code == Cancelled {
+		return Review{}, fault
 	}
 	if fault != nil {
 		r.Fault = fault

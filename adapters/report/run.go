@@ -54,15 +54,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, wire app.
 	}
 	defer s.Close()
 	r, e := s.Review(ctx)
-	if e != nil && e.Code != app.Cancelled {
-		return optionFault(stderr, e)
-	}
-	if e != nil || r.Fault != nil && r.Fault.Code == app.Cancelled {
+	if e != nil && e.Code == app.Cancelled {
 		// A signal stopped the checks: the run was not found at fault, so
 		// a page saying "do not rely on this run" would be false. Exit 3,
 		// as a cancelled one-shot call (protocol §1).
 		fmt.Fprintf(stderr, "%s: the report was cancelled by a signal before its checks finished; nothing was printed: run it again\n", app.Cancelled)
 		return 3
+	}
+	if e != nil {
+		return optionFault(stderr, e)
 	}
 	render := Markdown
 	if o.Format == app.FormatHTML {
