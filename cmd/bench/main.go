@@ -84,9 +84,12 @@ func launch(argv []string) int {
 // sizes are the row counts measured; the last is the maximum.
 func sizes() []int { return []int{1000, 3000, 10000} }
 
-// tools are the measured processes, the floor first.
+// tools are the measured processes, the floor first. "runner start" is
+// "tool-runner --help": the runner starting (its packages' initialisation
+// included) and exiting with no work, the part of every call that no work
+// it does can change.
 func tools() []string {
-	return []string{"floor", "engine floor", "inspect_inputs", "analyze", "verify_result"}
+	return []string{"floor", "engine floor", "runner start", "inspect_inputs", "analyze", "verify_result"}
 }
 
 // baseline is the floor a tool is measured against: the engine floor for
@@ -263,9 +266,14 @@ func (b *bench) measureSize(rows, runs int) (map[string]measure, error) {
 			{"analyze", fmt.Sprintf(`{"request_id":"run-%d","tool":"analyze","arguments":{"expected_source_digest":%q}}`, i+1, digest.SourceDigest)},
 			{"verify_result", fmt.Sprintf(`{"request_id":"v1","tool":"verify_result","arguments":{"run_id":"run-%d"}}`, i+1)},
 		}
+		swall, srss, err := b.timed([]string{b.runner, "--help"}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("runner start: %w", err)
+		}
 		if i >= 0 {
 			add("floor", wall, rss)
 			add("engine floor", ewall, erss)
+			add("runner start", swall, srss)
 		}
 		for _, r := range requests {
 			wall, rss, err := b.timed([]string{b.runner, "--workspace", ws, "--output-dir", "runs"}, []byte(r.body))
