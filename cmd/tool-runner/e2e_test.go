@@ -6,12 +6,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -259,13 +262,16 @@ func analyze(t *testing.T, ws, out, id string) outcome {
 	return o
 }
 
-// TestScripts runs the CLI stories in testdata/script.
+// TestScripts runs the CLI stories in testdata/script, each in a $WORK
+// holding the shipped fixture in ws, with the commands of scriptCmds.
 func TestScripts(t *testing.T) {
 	root := repoRoot(t)
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
+		Cmds:                scriptCmds(),
 		Setup: func(env *testscript.Env) error {
+			env.Values[snapshotsKey{}] = map[string]map[string]fsEntry{}
 			for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
 				data, err := os.ReadFile(filepath.Join(root, name))
 				if err != nil {
@@ -296,6 +302,16 @@ type fsEntry struct {
 // following symlinks; an absent root gives an empty snapshot.
 func snapshotTree(t *testing.T, root string) map[string]fsEntry {
 	t.Helper()
+	snap, err := readTree(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// readTree is snapshotTree's work: every entry under root, root included,
+// without following symlinks; an absent root gives an empty snapshot.
+func readTree(root string) (map[string]fsEntry, error) {
 	snap := map[string]fsEntry{}
 	err := filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
 		if err != nil {
@@ -326,29 +342,40 @@ func snapshotTree(t *testing.T, root string) map[string]fsEntry {
 		return nil
 	})
 	if err != nil && !(errors.Is(err, fs.ErrNotExist) && len(snap) == 0) {
-		t.Fatal(err)
+		return nil, err
 	}
-	return snap
+	return snap, nil
 }
 
 // sameTree reports every entry added, removed or changed between two
 // snapshots.
 func sameTree(t *testing.T, before, after map[string]fsEntry) {
 	t.Helper()
-	for name, b := range before {
+	for _, c := range treeChanges(before, after) {
+		t.Error(c)
+	}
+}
+
+// treeChanges names every entry added, removed or changed between two
+// snapshots, one sentence each, in name order.
+func treeChanges(before, after map[string]fsEntry) []string {
+	var changes []string
+	for _, name := range slices.Sorted(maps.Keys(before)) {
+		b := before[name]
 		a, ok := after[name]
 		switch {
 		case !ok:
-			t.Errorf("%s was removed", name)
+			changes = append(changes, fmt.Sprintf("%s was removed", name))
 		case a != b:
-			t.Errorf("%s changed: before %+v, after %+v", name, briefEntry(b), briefEntry(a))
+			changes = append(changes, fmt.Sprintf("%s changed: before %+v, after %+v", name, briefEntry(b), briefEntry(a)))
 		}
 	}
-	for name := range after {
+	for _, name := range slices.Sorted(maps.Keys(after)) {
 		if _, ok := before[name]; !ok {
-			t.Errorf("%s was created", name)
+			changes = append(changes, fmt.Sprintf("%s was created", name))
 		}
 	}
+	return changes
 }
 
 // briefEntry shortens an entry for a failure message.

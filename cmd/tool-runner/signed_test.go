@@ -68,23 +68,39 @@ type testKey struct {
 // and dir/name.pub.pem.
 func newTestKey(t *testing.T, dir, name string) testKey {
 	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	priv, err := writeKeyPair(dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := keyOf(t, priv)
 	k.privPath = filepath.Join(dir, name+".pem")
 	k.pubPath = filepath.Join(dir, name+".pub.pem")
-	writeKeyFile(t, k.privPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}), 0o600)
-	writeKeyFile(t, k.pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: k.der}), 0o644)
-	if !pub.Equal(k.pub) {
-		t.Fatal("the public key is not the private key's")
-	}
 	return k
+}
+
+// writeKeyPair makes an Ed25519 key pair with crypto/ed25519 and writes
+// dir/name.pem (PKCS#8 PEM, mode 0600) and dir/name.pub.pem (SPKI PEM,
+// mode 0644), making dir (0700) if it is missing.
+func writeKeyPair(dir, name string) (ed25519.PrivateKey, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, err
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(priv.Public())
+	if err != nil {
+		return nil, err
+	}
+	if err := writeModeFile(filepath.Join(dir, name+".pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}), 0o600); err != nil {
+		return nil, err
+	}
+	if err := writeModeFile(filepath.Join(dir, name+".pub.pem"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
+		return nil, err
+	}
+	return priv, nil
 }
 
 // keyOf fills a testKey's fields from its private key, no files.
@@ -101,15 +117,21 @@ func keyOf(t *testing.T, priv ed25519.PrivateKey) testKey {
 // writeKeyFile writes data at path with exactly mode, whatever the umask.
 func writeKeyFile(t *testing.T, path string, data []byte, mode os.FileMode) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := writeModeFile(path, data, mode); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// writeModeFile writes data at path with exactly mode, whatever the
+// umask, making its directory (0700) if it is missing.
+func writeModeFile(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
 	}
 	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
-	}
+	return os.Chmod(path, mode)
 }
 
 // haveOpenSSL skips the test when openssl is not installed.
