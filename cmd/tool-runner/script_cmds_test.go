@@ -142,10 +142,11 @@ func workDirs(ts *testscript.TestScript) []string {
 // lookup is the value at the dotted path in doc; the path must be there.
 func lookup(ts *testscript.TestScript, doc any, path string) any {
 	v := doc
-	for _, name := range strings.Split(path, ".") {
+	names := strings.Split(path, ".")
+	for i, name := range names {
 		obj, ok := v.(map[string]any)
 		if !ok {
-			ts.Fatalf("the answer has no field %s: %s is not an object there", path, name)
+			ts.Fatalf("the answer has no field %s: %s is not an object", path, strings.Join(names[:i], "."))
 		}
 		if v, ok = obj[name]; !ok {
 			ts.Fatalf("the answer has no field %s", path)
