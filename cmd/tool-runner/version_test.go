@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,32 +78,6 @@ func versionOf(t *testing.T, exe string) (line []byte, v map[string]any) {
 
 func TestVersionNamesTheRunningEngine(t *testing.T) {
 	versionOf(t, runnerPath(t))
-}
-
-// An argument after version is refused as mcp refuses an option fault:
-// one line naming INVALID_OPTIONS on stderr, nothing on stdout, exit 2.
-func TestVersionTakesNoArgument(t *testing.T) {
-	for _, args := range [][]string{{"x"}, {"--help"}, {"--workspace", "."}, {"version"}, {""}, {"/an/absolute/path"}} {
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			is := is.New(t)
-			var stdout, stderr bytes.Buffer
-			cmd := exec.Command(runnerPath(t), append([]string{"version"}, args...)...)
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			var ee *exec.ExitError
-			is.True(errors.As(err, &ee))
-			is.Equal(ee.ExitCode(), 2)
-			is.Equal(stdout.String(), "")
-			is.Equal(stderr.String(), "INVALID_OPTIONS: argument 2 is not allowed: tool-runner version takes no arguments\n")
-		})
-	}
-}
-
-func TestHelpNamesTheVersionCommand(t *testing.T) {
-	is := is.New(t)
-	out, err := exec.Command(runnerPath(t), "--help").Output()
-	is.NoErr(err)
-	is.True(strings.Contains(string(out), "tool-runner version\n"))
 }
 
 // Two clones of this commit at different paths, built with README's
