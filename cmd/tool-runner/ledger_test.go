@@ -1023,62 +1023,6 @@ func TestTenCallsOfMixedOutcomesMakeTenChainedRecords(t *testing.T) {
 	is.Equal(paths(without), slices.DeleteFunc(paths(withLedger), func(n string) bool { return n == "ledger.jsonl" }))
 }
 
-// "tool-runner ledger" answers an option fault with one line
-// {"ledger":"error","code","message"} and exit 2, writing nothing. A
-// ledger that does not exist is INVALID_OPTIONS (a ledger is made by the
-// first call recorded in it, never by this command); an empty one
-// verifies with no records and a head of 64 zeros.
-func TestTheLedgerCommandAnswersEachOptionFault(t *testing.T) {
-	ws := fixture(t)
-	outside := t.TempDir()
-	writeFile(t, filepath.Join(ws, "empty.jsonl"), nil)
-	writeFile(t, filepath.Join(outside, "ledger.jsonl"), nil)
-	mustMkdir(t, filepath.Join(ws, "audit"))
-	tests := []struct {
-		name string
-		args []string
-		code string
-	}{
-		{"an unknown option", []string{"--workspace", ws, "--ledger", "empty.jsonl", "--bogus"}, "INVALID_OPTIONS"},
-		{"an output directory", []string{"--workspace", ws, "--ledger", "empty.jsonl", "--output-dir", "runs"}, "INVALID_OPTIONS"},
-		{"a cancel file", []string{"--workspace", ws, "--ledger", "empty.jsonl", "--cancel-file", "stop"}, "INVALID_OPTIONS"},
-		{"a positional argument", []string{"--workspace", ws, "--ledger", "empty.jsonl", "extra"}, "INVALID_OPTIONS"},
-		{"a repeated option", []string{"--workspace", ws, "--ledger", "empty.jsonl", "--ledger", "empty.jsonl"}, "INVALID_OPTIONS"},
-		{"no ledger", []string{"--workspace", ws}, "INVALID_OPTIONS"},
-		{"a ledger that does not exist", []string{"--workspace", ws, "--ledger", "missing.jsonl"}, "INVALID_OPTIONS"},
-		{"no workspace", []string{"--ledger", "empty.jsonl"}, "MISSING_WORKSPACE"},
-		{"a workspace that does not exist", []string{"--workspace", filepath.Join(ws, "nothing"), "--ledger", "empty.jsonl"}, "MISSING_WORKSPACE"},
-		{"a ledger outside the workspace", []string{"--workspace", ws, "--ledger", filepath.Join(outside, "ledger.jsonl")}, "PATH_BOUNDARY"},
-		{"a ledger inside data", []string{"--workspace", ws, "--ledger", "data/groups.csv"}, "PATH_BOUNDARY"},
-		{"a ledger in a missing directory", []string{"--workspace", ws, "--ledger", "nothing/ledger.jsonl"}, "INVALID_OUTPUT"},
-		{"a ledger that is a directory", []string{"--workspace", ws, "--ledger", "audit"}, "INVALID_OUTPUT"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			is := is.New(t)
-			before := snapshotTree(t, ws)
-			v, exit := ledgerCommand(t, ws, tt.args...)
-			is.Equal(exit, 2)
-			is.Equal(v["ledger"], "error")
-			is.Equal(v["code"], tt.code)
-			is.True(v["message"] != "")
-			sameTree(t, before, snapshotTree(t, ws)) // the command writes nothing
-		})
-	}
-	t.Run("an empty ledger verifies", func(t *testing.T) {
-		is := is.New(t)
-		records, head := verifiedLedger(t, ws, "empty.jsonl")
-		is.Equal(records, int64(0))
-		is.Equal(head, zeros)
-	})
-	t.Run("help", func(t *testing.T) {
-		is := is.New(t)
-		out, err := exec.Command(runnerPath(t), "ledger", "--help").Output()
-		is.NoErr(err)
-		is.True(strings.Contains(string(out), "tool-runner ledger --workspace W --ledger L"))
-	})
-}
-
 // A SIGINT while the ledger's pre-check waits for another process's lock
 // cancels the call at once, as a signal before the request does: CANCELLED
 // (exit 3), nothing run, nothing written, not recorded (the ledger could
