@@ -67,27 +67,3 @@ func TestBadSourcesAnswerTheirCode(t *testing.T) {
 		}
 	}
 }
-
-func TestSourcesOutsideTheWorkspaceAreRefused(t *testing.T) {
-	is := is.New(t)
-	ws := fixture(t)
-	outside := t.TempDir()
-	writeFile(t, filepath.Join(outside, "groups.csv"), []byte("group_id,successes,eligible\n"))
-	is.NoErr(os.Remove(filepath.Join(ws, "data", "groups.csv")))
-	is.NoErr(os.Symlink(filepath.Join(outside, "groups.csv"), filepath.Join(ws, "data", "groups.csv")))
-	o := call(t, ws, inspectRequest("r1"), "--workspace", ws)
-	is.Equal(o.code(), "PATH_BOUNDARY")
-	is.True(strings.Contains(o.message(), "data/groups.csv"))
-}
-
-func TestAnalyzeRefusesAStaleDigest(t *testing.T) {
-	is := is.New(t)
-	ws := fixture(t)
-	digest := digestOf(t, ws)
-	writeFile(t, filepath.Join(ws, "data", "groups.csv"), []byte("group_id,successes,eligible\nG1,45,50\nG2,46,61\n"))
-	o := call(t, ws, analyzeRequest("r1", digest), "--workspace", ws, "--output-dir", "runs")
-	is.Equal(o.code(), "STALE_CONTEXT")
-	is.Equal(o.exit, 1)
-	_, err := os.Stat(filepath.Join(ws, "runs"))
-	is.True(os.IsNotExist(err)) // nothing written
-}
