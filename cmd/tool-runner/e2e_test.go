@@ -22,6 +22,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // TestMain installs this test binary as the command "tool-runner" on PATH
@@ -189,16 +191,6 @@ func answerOf(t *testing.T, waitErr error, stdout, stderr string) outcome {
 // absolutePath finds what looks like an absolute path inside a JSON string.
 var absolutePath = regexp.MustCompile(`"/[^"]*|[ (]/[A-Za-z]`)
 
-// repoRoot is the repository, two levels up from this package.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
 // fixture copies the shipped data/ and contracts/ into a fresh workspace.
 func fixture(t *testing.T) string {
 	t.Helper()
@@ -209,14 +201,7 @@ func fixture(t *testing.T) string {
 // (directories 0755, files 0644), and returns ws.
 func fixtureIn(t *testing.T, ws string) string {
 	t.Helper()
-	for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
-		data, err := os.ReadFile(filepath.Join(repoRoot(t), name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, filepath.Join(ws, name), data)
-	}
-	return ws
+	return testutil.CopyFixture(t, ws)
 }
 
 func writeFile(t *testing.T, path string, data []byte) {
@@ -265,27 +250,14 @@ func analyze(t *testing.T, ws, out, id string) outcome {
 // TestScripts runs the CLI stories in testdata/script, each in a $WORK
 // holding the shipped fixture in ws, with the commands of scriptCmds.
 func TestScripts(t *testing.T) {
-	root := repoRoot(t)
+	shipped := testutil.Fixture(t)
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		Cmds:                scriptCmds(),
 		Setup: func(env *testscript.Env) error {
 			env.Values[snapshotsKey{}] = map[string]map[string]fsEntry{}
-			for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
-				data, err := os.ReadFile(filepath.Join(root, name))
-				if err != nil {
-					return err
-				}
-				dst := filepath.Join(env.WorkDir, "ws", name)
-				if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-					return err
-				}
-				if err := os.WriteFile(dst, data, 0o644); err != nil {
-					return err
-				}
-			}
-			return nil
+			return testutil.WriteFiles(filepath.Join(env.WorkDir, "ws"), shipped)
 		},
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/metricproof/metricproof/internal/testinputs"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // echo is the JSON value an answer's request_id or tool is compared with:
@@ -25,7 +26,7 @@ func echo(p *string) any {
 // the code, exit, one line, empty stderr, and the request_id and tool
 // echoed only when the rules say so.
 func TestSharedRequestsAnswerTheirCode(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "requests.json"))
+	data, err := os.ReadFile(filepath.Join(testutil.Root(t), "testdata", "requests.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // reportRun is one finished "tool-runner report" process.
@@ -72,7 +74,7 @@ func TestReportOfHostileRunAndLedgerFiles(t *testing.T) {
 	receipt = regexp.MustCompile(`"go_version": "[^"]*"`).ReplaceAll(receipt, []byte(`"go_version": "`+forged+`"`))
 	writeFile(t, filepath.Join(dir, "receipt.json"), receipt)
 	writeFile(t, filepath.Join(dir, "result.json"), result)
-	writeFile(t, filepath.Join(dir, "checksums.json"), fmt.Appendf(nil, "{\n  \"receipt.json\": %q,\n  \"result.json\": %q\n}\n", hexSHA256(receipt), hexSHA256(result)))
+	writeFile(t, filepath.Join(dir, "checksums.json"), fmt.Appendf(nil, "{\n  \"receipt.json\": %q,\n  \"result.json\": %q\n}\n", testutil.SHA256Hex(receipt), testutil.SHA256Hex(result)))
 
 	// again-001 is recorded, removed, and made again from other sources,
 	// in a workspace of its own (its sources change).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/metricproof/metricproof/internal/testinputs"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // where is what the message must contain: the file, and for a data fault
@@ -31,7 +32,7 @@ func where(v testinputs.SourceVariant) string {
 // for inspect_inputs and analyze alike: the code, exit 1, the file and
 // place in the message. Nothing is written.
 func TestBadSourcesAnswerTheirCode(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "sources.json"))
+	data, err := os.ReadFile(filepath.Join(testutil.Root(t), "testdata", "sources.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

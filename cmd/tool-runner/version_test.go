@@ -19,6 +19,7 @@ import (
 
 	"github.com/metricproof/metricproof/cmd/internal/buildcmd"
 	"github.com/metricproof/metricproof/contracts"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // versionSchema compiles contracts/schemas/version.schema.json with the
@@ -93,7 +94,7 @@ func TestTwoClonesBuildTheSameEngine(t *testing.T) {
 		t.Skip("git is not installed: this test clones the repository's HEAD twice")
 	}
 	is := is.New(t)
-	root := repoRoot(t)
+	root := testutil.Root(t)
 	rev, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Skipf("not a git checkout with a commit (git rev-parse HEAD: %v)", err)
