@@ -339,7 +339,7 @@ func treeChanges(before, after map[string]fsEntry) []string {
 		case !ok:
 			changes = append(changes, fmt.Sprintf("%s was removed", name))
 		case a != b:
-			changes = append(changes, fmt.Sprintf("%s changed: before %+v, after %+v", name, briefEntry(b), briefEntry(a)))
+			changes = append(changes, fmt.Sprintf("%s changed: before %s, after %s", name, briefEntry(b), briefEntry(a)))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(after)) {
@@ -350,10 +350,12 @@ func treeChanges(before, after map[string]fsEntry) []string {
 	return changes
 }
 
-// briefEntry shortens an entry for a failure message.
-func briefEntry(e fsEntry) fsEntry {
-	if len(e.data) > 40 {
-		e.data = e.data[:40] + "..."
+// briefEntry describes an entry for a failure message, its bytes
+// shortened: the mode as ls shows it, the time in nanoseconds.
+func briefEntry(e fsEntry) string {
+	data := e.data
+	if len(data) > 40 {
+		data = data[:40] + "..."
 	}
-	return e
+	return fmt.Sprintf("{mode %v, mtime %d, data %q, link %q}", e.mode, e.mtime, data, e.link)
 }
