@@ -63,6 +63,11 @@ func drivingAdapters() []string {
 // process: a composition root, which no layer but cmd imports.
 const wirePackage = module + "/internal/wire"
 
+// testutilPackage holds the helpers the tests of several packages share
+// (the shipped fixture, SHA256 hex): only tests import it, never a
+// package's own code, not even cmd's.
+const testutilPackage = module + "/internal/testutil"
+
 // cliPackage parses the command line for both transports: the one adapter
 // the transports may import.
 const cliPackage = module + "/adapters/cli"
@@ -103,6 +108,9 @@ func check(top, pkg, imp string) error {
 	l, ok := layers()[top]
 	if !ok {
 		return fmt.Errorf("%s: folder %q is not in the layer table; add it to ARCHITECTURE.md and layers()", pkg, top)
+	}
+	if imp == testutilPackage {
+		return fmt.Errorf("%s imports %s: only tests do", pkg, imp)
 	}
 	if l.anything {
 		return nil
@@ -231,6 +239,8 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"app", module + "/app", module + "/internal/testinputs"},
 		{"domain", module + "/domain", module + "/internal/testinputs"},
 		{"tools", module + "/tools/x", "fmt"},
+		{"cmd", module + "/cmd/tool-runner", testutilPackage},
+		{"app", module + "/app", testutilPackage},
 	}
 	for _, tt := range tests {
 		if check(tt.top, tt.pkg, tt.imp) == nil {
@@ -246,6 +256,7 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"cmd", module + "/cmd/tool-runner", module + "/adapters/osfs"},
 		{"cmd", module + "/cmd/bench", module + "/internal/testinputs"},
 		{"internal", module + "/internal/testinputs", "encoding/json"},
+		{"internal", testutilPackage, "testing"},
 		{"adapters", module + "/adapters/stdio", module + "/app"},
 		{"adapters", module + "/adapters/mcp", module + "/app"},
 		{"adapters", module + "/adapters/mcp", module + "/contracts"},

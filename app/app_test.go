@@ -3,7 +3,6 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -39,7 +39,7 @@ func TestEveryCodeHasItsStatusExitAndRetryability(t *testing.T) {
 // The checks of protocol §2 run in the order of its table: a request that breaks
 // several rules is answered with the first.
 func TestRequestChecksRunInTheirOrder(t *testing.T) {
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	tests := []struct {
 		name, in, code string
 	}{
@@ -63,7 +63,7 @@ func TestRequestChecksRunInTheirOrder(t *testing.T) {
 }
 
 func TestOptionsAreDecidedBeforeTheRequest(t *testing.T) {
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	tests := []struct {
 		args []string
 		code string
@@ -105,7 +105,7 @@ func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 // The envelope's keys come in the order of protocol §3.
 func TestEnvelopeKeysComeInOrder(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	for _, in := range []string{inspect("i1"), "{"} {
 		r := m.run(in, "--workspace", wsRoot)
 		var keys []string
@@ -134,7 +134,7 @@ func (panicEngine) Identity() (ports.EngineIdentity, error) { panic("boom") }
 
 func TestAPanicBecomesInternalError(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	digest := m.digest()
 	m.engine = panicEngine{}
 	r := m.run(analyzeReq("r1", digest), "--workspace", wsRoot, "--output-dir", "runs")
@@ -149,7 +149,7 @@ func TestAPanicBecomesInternalError(t *testing.T) {
 // result.json is byte-for-byte the reviewed golden file.
 func TestAnalyzeOfTheFixtureMatchesTheGoldenResult(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	r := m.run(analyzeReq("demo-001", m.digest()), "--workspace", wsRoot, "--output-dir", "runs/demo")
 	is.Equal(r.Exit, 0)
 	is.Equal(r.Body.Artifacts, map[string]string{
@@ -174,7 +174,7 @@ func TestAnalyzeOfTheFixtureMatchesTheGoldenResult(t *testing.T) {
 
 func TestReceiptAndChecksumsBindTheRun(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	digest := m.digest()
 	r := m.run(analyzeReq("r1", digest), "--workspace", wsRoot, "--output-dir", "runs")
 	is.Equal(r.Exit, 0)
@@ -187,11 +187,11 @@ func TestReceiptAndChecksumsBindTheRun(t *testing.T) {
 	is.Equal(rc.SourceDigest, digest)
 	is.Equal(len(rc.Sources), 4)
 	is.Equal(rc.EngineSHA256, strings.Repeat("e", 64))
-	is.Equal(rc.ResultSHA256, sha(result))
+	is.Equal(rc.ResultSHA256, testutil.SHA256Hex(result))
 	is.Equal(rc.CreatedAt, "2026-11-29T12:00:00Z") // the clock port's UTC time
 	is.Equal(*rc.Build.GoVersion, "go1.26.8")
 	is.Equal(rc.Build.VCSRevision, nil) // unknown facts are null, never invented
-	is.Equal(string(checksums), fmt.Sprintf("{\n  \"receipt.json\": %q,\n  \"result.json\": %q\n}\n", sha(receipt), sha(result)))
+	is.Equal(string(checksums), fmt.Sprintf("{\n  \"receipt.json\": %q,\n  \"result.json\": %q\n}\n", testutil.SHA256Hex(receipt), testutil.SHA256Hex(result)))
 	is.True(!bytes.Contains(result, []byte("r1")))         // result.json holds no run ID
 	is.True(!bytes.Contains(result, []byte("2026-11-29"))) // and no time
 	is.True(bytes.HasSuffix(result, []byte("\n}\n")))      // one layout: indented, one trailing newline
@@ -199,7 +199,7 @@ func TestReceiptAndChecksumsBindTheRun(t *testing.T) {
 
 func TestTwoRunsOfTheSameSourcesSaveIdenticalResults(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	digest := m.digest()
 	is.Equal(m.run(analyzeReq("a", digest), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
 	is.Equal(m.run(analyzeReq("b", digest), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
@@ -210,7 +210,7 @@ func TestTwoRunsOfTheSameSourcesSaveIdenticalResults(t *testing.T) {
 func TestVerifyChecksAreDeclaredInSpecOrder(t *testing.T) {
 	is := is.New(t)
 	is.Equal(app.Checks(), []string{"run_present", "saved_files_valid", "receipt_bound", "result_bound", "signature_valid", "sources_unchanged", "engine_unchanged", "result_recomputed"})
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	is.Equal(m.run(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
 	r := m.run(verifyReq("v1", "r1"), "--workspace", wsRoot, "--output-dir", "runs")
 	is.Equal(r.Exit, 0)
@@ -250,7 +250,7 @@ func TestWriteBoundary(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.out, func(t *testing.T) {
 			is := is.New(t)
-			files := shippedFixture(t)
+			files := testutil.Fixture(t)
 			files["notes.txt"] = []byte("x")
 			m := newMem(t, files)
 			r := m.run(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", tt.out)
@@ -260,8 +260,4 @@ func TestWriteBoundary(t *testing.T) {
 			}
 		})
 	}
-}
-
-func sha(b []byte) string {
-	return fmt.Sprintf("%x", sha256.Sum256(b))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/metricproof/metricproof/domain"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // An analyze may not write into existing evidence: an output directory that
@@ -52,7 +53,7 @@ func TestEveryToolChecksAGivenOutputDirectory(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(f.name+"/"+tt.tool+" "+tt.out, func(t *testing.T) {
 				is := is.New(t)
-				files := shippedFixture(t)
+				files := testutil.Fixture(t)
 				files["notes.txt"] = []byte("x")
 				d := openOn(t, f, files)
 				req := inspect("i1")
@@ -81,7 +82,7 @@ func reseal(t *testing.T, m *memWorkspace, run string, editReceipt func(map[stri
 	if err := json.Unmarshal(m.read(run+"/receipt.json"), &receipt); err != nil {
 		t.Fatal(err)
 	}
-	receipt["result_sha256"] = sha(result)
+	receipt["result_sha256"] = testutil.SHA256Hex(result)
 	if editReceipt != nil {
 		editReceipt(receipt)
 	}
@@ -89,7 +90,7 @@ func reseal(t *testing.T, m *memWorkspace, run string, editReceipt func(map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	checksums, _ := json.Marshal(map[string]string{"receipt.json": sha(receiptBytes), "result.json": sha(result)})
+	checksums, _ := json.Marshal(map[string]string{"receipt.json": testutil.SHA256Hex(receiptBytes), "result.json": testutil.SHA256Hex(result)})
 	for name, data := range map[string][]byte{"result.json": result, "receipt.json": receiptBytes, "checksums.json": checksums} {
 		if err := afero.WriteFile(m.fs, wsRoot+"/"+run+"/"+name, data, 0o644); err != nil {
 			t.Fatal(err)
@@ -101,7 +102,7 @@ func reseal(t *testing.T, m *memWorkspace, run string, editReceipt func(map[stri
 // shape analyze writes.
 func TestAReceiptTimeOutsideUTCIsNotASavedReceipt(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	is.Equal(m.run(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
 	reseal(t, m, "runs/r1", func(r map[string]any) { r["created_at"] = "2026-11-29T14:00:00+02:00" }, nil)
 	r := m.run(verifyReq("v", "r1"), "--workspace", wsRoot, "--output-dir", "runs")
@@ -112,14 +113,14 @@ func TestAReceiptTimeOutsideUTCIsNotASavedReceipt(t *testing.T) {
 // sources this engine refuses is RESULT_TAMPERED, not the source's fault.
 func TestARunBoundToSourcesTheEngineRefusesIsTampered(t *testing.T) {
 	is := is.New(t)
-	files := shippedFixture(t)
+	files := testutil.Fixture(t)
 	m := newMem(t, files)
 	is.Equal(m.run(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
 	bad := []byte("group_id,successes,eligible\nG1,3,2\n") // successes over eligible
 	is.NoErr(afero.WriteFile(m.fs, wsRoot+"/data/groups.csv", bad, 0o644))
 	files[domain.GroupsFile] = bad
 	hashes := domain.HashSources(files)
-	oldDigest := domain.HashSources(shippedFixture(t)).Digest()
+	oldDigest := domain.HashSources(testutil.Fixture(t)).Digest()
 	reseal(t, m, "runs/r1", func(r map[string]any) {
 		r["sources"] = map[string]string(hashes)
 		r["source_digest"] = hashes.Digest()

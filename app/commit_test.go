@@ -19,6 +19,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/porttest"
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -37,7 +38,7 @@ func (c *cancelOnCall) Cancelled(context.Context) (bool, error) {
 func diskWorkspace(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for name, data := range shippedFixture(t) {
+	for name, data := range testutil.Fixture(t) {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -101,7 +102,7 @@ func TestCancelAtEachCheckPointPreventsAnyCommit(t *testing.T) {
 	t.Run("no marker commits", func(t *testing.T) {
 		is := is.New(t)
 		ws := diskWorkspace(t)
-		m := newMem(t, shippedFixture(t))
+		m := newMem(t, testutil.Fixture(t))
 		marker := &cancelOnCall{}
 		r := diskRunner(t, marker, analyzeReq("r1", m.digest()))("--workspace", ws, "--output-dir", "runs/out")
 		is.Equal(r.Exit, 0)
@@ -119,7 +120,7 @@ func TestCancelAtEachCheckPointPreventsAnyCommit(t *testing.T) {
 func TestInspectAndVerifyCheckTheMarkerBeforeWork(t *testing.T) {
 	for _, req := range []string{inspect("i1"), verifyReq("v1", "r1")} {
 		is := is.New(t)
-		m := newMem(t, shippedFixture(t))
+		m := newMem(t, testutil.Fixture(t))
 		m.cancel = &cancelOnCall{n: 1}
 		r := m.run(req, "--workspace", wsRoot, "--output-dir", "runs")
 		is.Equal(r.code(), "CANCELLED")
@@ -139,7 +140,7 @@ func (f failingFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File
 
 func TestAWriteFailureCommitsNothingAndNamesNoPath(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	digest := m.digest()
 	m.fs = failingFs{m.fs}
 	ws, err := memfs.New(m.fs, wsRoot)

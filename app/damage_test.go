@@ -19,6 +19,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/porttest"
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -103,7 +104,7 @@ func openOn(t *testing.T, f bothFS, files map[string][]byte) *damaged {
 
 func commitRun(t *testing.T, f bothFS) *damaged {
 	t.Helper()
-	d := openOn(t, f, shippedFixture(t))
+	d := openOn(t, f, testutil.Fixture(t))
 	if r := d.call(analyzeReq("r1", d.digest())); r.Exit != 0 {
 		t.Fatalf("analyze: %s", r.Raw)
 	}
@@ -175,9 +176,9 @@ func (d *damaged) replace(rel, old, new string) {
 // both hashes of checksums.json.
 func (d *damaged) reseal(oldResult, oldReceipt string) {
 	d.t.Helper()
-	result := sha(d.read("runs/r1/result.json"))
+	result := testutil.SHA256Hex(d.read("runs/r1/result.json"))
 	d.replace("runs/r1/receipt.json", oldResult, result)
-	receipt := sha(d.read("runs/r1/receipt.json"))
+	receipt := testutil.SHA256Hex(d.read("runs/r1/receipt.json"))
 	d.replace("runs/r1/checksums.json", oldResult, result)
 	d.replace("runs/r1/checksums.json", oldReceipt, receipt)
 }
@@ -197,7 +198,7 @@ func (d *damaged) photograph() map[string]string {
 			if err != nil {
 				return err
 			}
-			entry += " " + sha(b)
+			entry += " " + testutil.SHA256Hex(b)
 		}
 		shot[filepath.ToSlash(p)] = entry
 		return nil
@@ -241,12 +242,12 @@ func TestVerifyNamesEachDamageOnBothFileSystems(t *testing.T) {
 			d.replace(result, `"rate": "0.827272727273"`, `"rate": "0.827272727272"`)
 		}},
 		{"the rate edited and every hash recomputed", "RESULT_TAMPERED", "a fresh computation", func(d *damaged) {
-			oldResult, oldReceipt := sha(d.read(result)), sha(d.read(receipt))
+			oldResult, oldReceipt := testutil.SHA256Hex(d.read(result)), testutil.SHA256Hex(d.read(receipt))
 			d.replace(result, `"rate": "0.827272727273"`, `"rate": "0.827272727274"`)
 			d.reseal(oldResult, oldReceipt)
 		}},
 		{"the release marked eligible and every hash recomputed", "RESULT_TAMPERED", "a fresh computation", func(d *damaged) {
-			oldResult, oldReceipt := sha(d.read(result)), sha(d.read(receipt))
+			oldResult, oldReceipt := testutil.SHA256Hex(d.read(result)), testutil.SHA256Hex(d.read(receipt))
 			d.replace(result, `"eligible": false`, `"eligible": true`)
 			d.reseal(oldResult, oldReceipt)
 		}},

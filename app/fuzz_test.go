@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/jsonvalue/jsonvaluetest"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // The fuzz targets of this file hold the whole app, through the one-shot
@@ -50,16 +49,14 @@ var (
 func fixtureDigest(t testing.TB) string {
 	t.Helper()
 	hashes := map[string]string{}
-	for name, data := range shippedFixture(t) {
-		sum := sha256.Sum256(data)
-		hashes[name] = hex.EncodeToString(sum[:])
+	for name, data := range testutil.Fixture(t) {
+		hashes[name] = testutil.SHA256Hex(data)
 	}
 	canonical, err := json.Marshal(hashes) // sorted keys, no spaces
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(append(canonical, '\n'))
-	return hex.EncodeToString(sum[:])
+	return testutil.SHA256Hex(append(canonical, '\n'))
 }
 
 // answer is what the oracle predicts for one request: the code (one of
@@ -202,7 +199,7 @@ func FuzzRunner(f *testing.F) {
 			f.Add(b)
 		}
 	}
-	files := shippedFixture(f)
+	files := testutil.Fixture(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		want := expectAnswer(in, digest)
 		r := newMem(t, files).run(string(in), "--workspace", wsRoot, "--output-dir", "runs")
@@ -248,7 +245,7 @@ const (
 var verifyCodes = []string{"INVALID_SAVED_RESULT", "RECEIPT_TAMPERED", "RESULT_TAMPERED", "SIGNATURE_INVALID", "STALE_SOURCES", "ENGINE_CHANGED"}
 
 func checksumsFile(receipt, result []byte) []byte {
-	return fmt.Appendf(nil, "{\n  \"receipt.json\": %q,\n  \"result.json\": %q\n}\n", sha(receipt), sha(result))
+	return fmt.Appendf(nil, "{\n  \"receipt.json\": %q,\n  \"result.json\": %q\n}\n", testutil.SHA256Hex(receipt), testutil.SHA256Hex(result))
 }
 
 // committedRun analyzes the fixture into runs/r1 and returns the workspace
@@ -341,7 +338,7 @@ func judgeReceipt(data, original []byte) (may, must bool) {
 // FuzzVerifySavedFiles damages one saved file of a committed run with fuzz
 // bytes and verifies it.
 func FuzzVerifySavedFiles(f *testing.F) {
-	files := shippedFixture(f)
+	files := testutil.Fixture(f)
 	digest := fixtureDigest(f)
 	_, result, receipt, checksums := committedRun(f, files, digest)
 	originals := [][]byte{rawResult: result, rawReceipt: receipt, rawChecksums: checksums, reboundResult: result, reboundReceipt: receipt}
@@ -381,7 +378,7 @@ func FuzzVerifySavedFiles(f *testing.F) {
 		case rawResult, reboundResult:
 			write("result.json", data)
 			if mode == reboundResult {
-				rebound := bytes.Replace(receipt, []byte(sha(result)), []byte(sha(data)), 1)
+				rebound := bytes.Replace(receipt, []byte(testutil.SHA256Hex(result)), []byte(testutil.SHA256Hex(data)), 1)
 				write("receipt.json", rebound)
 				write("checksums.json", checksumsFile(rebound, data))
 			}
@@ -419,9 +416,9 @@ func FuzzVerifySavedFiles(f *testing.F) {
 			switch {
 			case len(sums) != 2 || !okRc || !okRs:
 				allowed = []string{"INVALID_SAVED_RESULT"}
-			case rc != sha(receipt):
+			case rc != testutil.SHA256Hex(receipt):
 				allowed = []string{"INVALID_SAVED_RESULT", "RECEIPT_TAMPERED"}
-			case rs != sha(result):
+			case rs != testutil.SHA256Hex(result):
 				allowed = []string{"INVALID_SAVED_RESULT", "RESULT_TAMPERED"}
 			default:
 				allowed = []string{""}

@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,20 +29,6 @@ var fixedTime = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 // fixedEngine is the engine identity of every in-memory run.
 func fixedEngine() porttest.FixedEngine {
 	return porttest.FixedEngine{SHA256: strings.Repeat("e", 64), GoVersion: "go1.26.8", ModuleVersion: "(devel)"}
-}
-
-// shippedFixture reads the repository's data/ and contracts/.
-func shippedFixture(t testing.TB) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
-		b, err := os.ReadFile(filepath.Join("..", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[name] = b
-	}
-	return files
 }
 
 // memWorkspace is an in-memory workspace and the runner over it.

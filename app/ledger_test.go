@@ -19,6 +19,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -158,7 +159,7 @@ func TestAFailedAppendIsTheAnswerAndACommittedRunStays(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			m := newMem(t, shippedFixture(t))
+			m := newMem(t, testutil.Fixture(t))
 			run := m.withLedger(&tt.fault)
 			r := run(tt.request(m.digest()), "--workspace", wsRoot, "--output-dir", "runs", "--ledger", "ledger.jsonl")
 			is.Equal(r.code(), "IO_OR_NUMERIC_ERROR")
@@ -201,7 +202,7 @@ func TestAnAnalyzeThatCannotRecordUnderTheLedgersLockCommitsNothing(t *testing.T
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			m := newMem(t, shippedFixture(t))
+			m := newMem(t, testutil.Fixture(t))
 			digest := m.digest()
 			m.run(inspect("i1"), "--workspace", wsRoot, "--ledger", "ledger.jsonl")
 			before := string(m.read("ledger.jsonl"))
@@ -225,7 +226,7 @@ func TestAnAnalyzeThatCannotRecordUnderTheLedgersLockCommitsNothing(t *testing.T
 // appended under the same hold, the run already visible.
 func TestAnAnalyzeMakesItsLastChecksAndItsRecordUnderOneHold(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	digest := m.digest()
 	f := &faultyLedger{}
 	marker := &heldAt{f: f}
@@ -260,7 +261,7 @@ func (h *heldAt) Cancelled(context.Context) (bool, error) {
 // its request_id, and appends nothing.
 func TestALedgerDamagedWhileTheCallRanIsNotBuiltOn(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	f := &faultyLedger{lastSeen: []byte("garbage\n")}
 	r := m.withLedger(f)(inspect("i2"), "--workspace", wsRoot, "--ledger", "ledger.jsonl")
 	is.Equal(r.code(), "IO_OR_NUMERIC_ERROR")
@@ -286,7 +287,7 @@ func TestAPreCheckThatCannotReadTheLedgerRunsNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.err.Error(), func(t *testing.T) {
 			is := is.New(t)
-			m := newMem(t, shippedFixture(t))
+			m := newMem(t, testutil.Fixture(t))
 			f := &faultyLedger{lastErr: tt.err}
 			r := m.withLedger(f)(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", "runs", "--ledger", "ledger.jsonl")
 			is.Equal(r.code(), tt.code)
@@ -302,7 +303,7 @@ func TestAPreCheckThatCannotReadTheLedgerRunsNothing(t *testing.T) {
 // REQUEST_LIMIT, and a read that failed.
 func TestAnInputNotReadWholeIsRecordedWithoutItsHash(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	var out bytes.Buffer
 	failing := readerFunc(func([]byte) (int, error) { return 0, errors.New("read failed") })
 	exit := stdio.Run(context.Background(), []string{"--workspace", wsRoot, "--ledger", "ledger.jsonl"}, failing, &out, m.wire)
@@ -312,7 +313,7 @@ func TestAnInputNotReadWholeIsRecordedWithoutItsHash(t *testing.T) {
 	is.Equal(len(recs), 1)
 	is.Equal(recs[0]["input_sha256"], nil)
 	is.Equal(recs[0]["code"], "IO_OR_NUMERIC_ERROR")
-	is.Equal(recs[0]["response_sha256"], sha(bytes.TrimSuffix(out.Bytes(), []byte("\n"))))
+	is.Equal(recs[0]["response_sha256"], testutil.SHA256Hex(bytes.TrimSuffix(out.Bytes(), []byte("\n"))))
 }
 
 // Over MCP the record holds the call ID and the tool the answer carries,
@@ -321,7 +322,7 @@ func TestAnInputNotReadWholeIsRecordedWithoutItsHash(t *testing.T) {
 // cancelled with the response it would have sent. The record is built by
 // the app from the Input, whatever the transport.
 func TestAnMCPCallIsRecordedWithItsRawArguments(t *testing.T) {
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	s, e := app.Open(app.Options{Workspace: wsRoot, OutputDir: "runs", Ledger: "ledger.jsonl"}, m.wire)
 	if e != nil {
 		t.Fatal(e)
@@ -359,8 +360,8 @@ func TestAnMCPCallIsRecordedWithItsRawArguments(t *testing.T) {
 			is.Equal(r["request_id"], resp.RequestID) // the call ID
 			is.Equal(r["tool"], tt.tool)
 			is.Equal(r["status"], resp.Status)
-			is.Equal(r["input_sha256"], sha(tt.args)) // the raw bytes, or no bytes
-			is.Equal(r["response_sha256"], sha(a.JSON))
+			is.Equal(r["input_sha256"], testutil.SHA256Hex(tt.args)) // the raw bytes, or no bytes
+			is.Equal(r["response_sha256"], testutil.SHA256Hex(a.JSON))
 			is.Equal(r["engine_sha256"], strings.Repeat("e", 64))
 			is.Equal(r["time"], "2026-11-29T12:00:00Z")
 		})
@@ -372,7 +373,7 @@ func TestAnMCPCallIsRecordedWithItsRawArguments(t *testing.T) {
 // committed, not denied.
 func TestAPanicWhileRecordingKeepsTheCallAndItsRun(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	digest := m.digest()
 	r := m.withLedger(&faultyLedger{panics: true})(analyzeReq("r1", digest), "--workspace", wsRoot, "--output-dir", "runs", "--ledger", "ledger.jsonl")
 	is.Equal(r.code(), "INTERNAL_ERROR")
@@ -388,7 +389,7 @@ func TestAPanicWhileRecordingKeepsTheCallAndItsRun(t *testing.T) {
 // yet, so that no run is ever committed at the ledger's path.
 func TestARunNamedLikeTheLedgerCollides(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	is.NoErr(m.fs.MkdirAll(path.Join(wsRoot, "runs"), 0o755)) // the ledger's directory exists
 	digest := m.digest()
 	r := m.run(analyzeReq("calls", digest), "--workspace", wsRoot, "--output-dir", "runs", "--ledger", "runs/calls")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/domain"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // The 4 MiB read-back limit must hold every result.json that valid sources
@@ -29,7 +30,7 @@ func TestTheLargestPossibleResultFitsTheReadBackLimit(t *testing.T) {
 	for i := range domain.MaxDataRows {
 		fmt.Fprintf(&cu, "D%063d,s\n", i/2)
 	}
-	files := shippedFixture(t)
+	files := testutil.Fixture(t)
 	files[domain.TransactionsFile] = []byte(tx.String())
 	files[domain.CustomersFile] = []byte(cu.String())
 	is.True(tx.Len() <= domain.MaxSourceBytes && cu.Len() <= domain.MaxSourceBytes) // valid sources

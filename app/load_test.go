@@ -16,6 +16,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -86,7 +87,7 @@ func (c *countingSources) ReadSource(name string, limitBytes int64) ([]byte, err
 func loadService(t *testing.T, args ...string) (*app.Service, *gateMarker, *countingSources) {
 	t.Helper()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	marker := newGateMarker()
 	m.cancel = marker
 	sources := &countingSources{SourceReader: m.ws}
@@ -209,7 +210,7 @@ func TestAWaitingCallCancelledAnswersAtOnceWithoutComputing(t *testing.T) {
 // anything, and holds no compute slot while it waits for that turn.
 func TestAnAnalyzeWaitingForItsCommitTurnReadsNothingAndHoldsNoSlot(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	digest := m.digest()
 	svc, marker, sources := loadService(t, "--output-dir", "runs")
 	analyzeArgs := func(run string) string {

@@ -16,6 +16,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/domain"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // Results sized for a model's context (protocol §9): over MCP the lists that
@@ -67,7 +68,7 @@ func TestMCPAnswersCutEachGrowingListToKAndSayWhichInOrder(t *testing.T) {
 	} {
 		t.Run("K="+tt.k, func(t *testing.T) {
 			is := is.New(t)
-			m := newMem(t, shippedFixture(t))
+			m := newMem(t, testutil.Fixture(t))
 			s := m.mcpService("--output-dir", "runs", "--list-limit", tt.k)
 			a := mcpCall(s, "analyze", `{"expected_source_digest":"`+m.digest()+`","run_id":"r1"}`)
 			is.True(a.OK())
@@ -93,7 +94,7 @@ func TestMCPAnswersCutEachGrowingListToKAndSayWhichInOrder(t *testing.T) {
 // no one-shot answer has it.
 func TestTruncatedIsAlwaysThereOverMCPAndNeverInOneShot(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	s := m.mcpService("--output-dir", "runs")
 	digest := m.digest()
 	is.True(mcpCall(s, "analyze", `{"expected_source_digest":"`+digest+`","run_id":"r1"}`).OK())
@@ -119,7 +120,7 @@ func TestTruncatedIsAlwaysThereOverMCPAndNeverInOneShot(t *testing.T) {
 // verify's the result it verified; refusals name none.
 func TestAnswersNameTheRunFilesTheyAreAbout(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	s := m.mcpService("--output-dir", "runs")
 	a := mcpCall(s, "analyze", `{"expected_source_digest":"`+m.digest()+`","run_id":"r1"}`)
 	is.True(a.OK())
@@ -377,7 +378,7 @@ func (d dataset) sources(t testing.TB) map[string][]byte {
 		}
 		fmt.Fprintf(&gr, "%s,%d,%d\n", id('G', i), min(r.IntN(60), eligible), eligible)
 	}
-	files := shippedFixture(t)
+	files := testutil.Fixture(t)
 	files[domain.TransactionsFile], files[domain.CustomersFile], files[domain.GroupsFile] = tx.Bytes(), cu.Bytes(), gr.Bytes()
 	return files
 }

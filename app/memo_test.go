@@ -8,6 +8,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // A long-lived service reuses what byte-identical sources gave (memo.go),
@@ -16,7 +17,7 @@ import (
 // digest is stale and the run made before no longer verifies.
 func TestTheMemoNeverOutlivesAChangeOfOneByte(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	s := m.mcpService("--output-dir", "runs")
 	before := mcpCall(s, "inspect_inputs", "")
 	again := mcpCall(s, "inspect_inputs", "")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -26,7 +27,7 @@ func (noLocks) OpenWriter(string) (ports.EvidenceWriter, error) { return nil, po
 // nothing is written.
 func TestAPlatformWithoutLocksRefusesAnalyzeAndTheLedgerOnly(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	digest := m.digest()
 	is.Equal(m.run(analyzeReq("r1", digest), "--workspace", wsRoot, "--output-dir", "runs").code(), "") // made where it can be
 	ledger := &faultyLedger{lastErr: ports.ErrPlatform, lockErr: ports.ErrPlatform}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // parseOptions parses a command line as tool-runner does, --help aside.
@@ -131,7 +132,7 @@ func TestTheReviewVerifiesAsVerifyResultDoes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			m := newMem(t, shippedFixture(t))
+			m := newMem(t, testutil.Fixture(t))
 			is.Equal(m.run(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
 			tt.damage(m)
 			verify := m.run(verifyReq("v1", "r1"), "--workspace", wsRoot, "--output-dir", "runs")
@@ -167,7 +168,7 @@ func TestTheReviewVerifiesAsVerifyResultDoes(t *testing.T) {
 
 func TestTheReviewFindsTheRunsLedgerRecord(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	args := []string{"--workspace", wsRoot, "--output-dir", "runs", "--ledger", "ledger.jsonl"}
 	m.run(inspect("i1"), args...)
 	is.Equal(m.run(analyzeReq("r1", m.digest()), args...).Exit, 0)
@@ -241,7 +242,7 @@ func TestTheReviewRefusesOptionPlaces(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			m := newMem(t, shippedFixture(t))
+			m := newMem(t, testutil.Fixture(t))
 			before := m.tree()
 			_, e := m.review(tt.args...)
 			is.True(e != nil)
@@ -254,7 +255,7 @@ func TestTheReviewRefusesOptionPlaces(t *testing.T) {
 // The page explains every field of the verification block, in its order.
 func TestDisclaimerIsTheVerificationBlock(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	raw := m.run(inspect("i1"), "--workspace", wsRoot).Raw
 	var fields []string
 	for _, d := range app.Disclaimer() {

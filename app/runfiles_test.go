@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // tree lists every path and file content of the in-memory workspace.
@@ -53,7 +54,7 @@ func (m *memWorkspace) write(rel, data string) {
 // ledger.
 func TestARunFileIsReadExactlyAndNothingElseIs(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	digest := m.digest()
 	is.Equal(m.run(analyzeReq("r1", digest), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
 	m.write("runs/dir-result/result.json/x", "")
@@ -96,7 +97,7 @@ func TestARunFileIsReadExactlyAndNothingElseIs(t *testing.T) {
 // result.json, sorted by ID, a page at a time.
 func TestRunsAreListedSortedAPageAtATime(t *testing.T) {
 	is := is.New(t)
-	m := newMem(t, shippedFixture(t))
+	m := newMem(t, testutil.Fixture(t))
 	is.Equal(m.run(analyzeReq("r-real", m.digest()), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
 	var want []string
 	for i := range 249 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/metricproof/metricproof/internal/testinputs"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // sharedRequests are the cases of ../testdata/requests.json: one-shot
@@ -38,7 +39,7 @@ func requestBytes(t testing.TB, r testinputs.Request) []byte {
 }
 
 func TestSharedRequestsAnswerTheirCode(t *testing.T) {
-	files := shippedFixture(t)
+	files := testutil.Fixture(t)
 	for _, tt := range sharedRequests(t) {
 		t.Run(tt.Name, func(t *testing.T) {
 			is := is.New(t)
@@ -85,6 +86,6 @@ func sourcesAt(t testing.TB, rows int) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files["contracts/metric-definitions.json"] = shippedFixture(t)["contracts/metric-definitions.json"]
+	files["contracts/metric-definitions.json"] = testutil.Fixture(t)["contracts/metric-definitions.json"]
 	return files
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -27,6 +26,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/internal/wire"
 )
 
@@ -92,11 +92,7 @@ func (r *runner) ledger(args ...string) ([]byte, int) {
 func (r *runner) workspace(name string, edits map[string]string) string {
 	r.t.Helper()
 	ws := filepath.Join(r.tmp, name)
-	for _, f := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
-		data, err := os.ReadFile(filepath.Join("..", f))
-		if err != nil {
-			r.t.Fatal(err)
-		}
+	for f, data := range testutil.Fixture(r.t) {
 		r.write(ws, f, string(data))
 	}
 	for f, text := range edits {
@@ -431,7 +427,7 @@ func (r *runner) forgeEngine(ws, other, id string) {
 	}
 	result := read("result.json")
 	receipt := regexp.MustCompile(`"engine_sha256": "[0-9a-f]{64}"`).ReplaceAll(read("receipt.json"), []byte(`"engine_sha256": "`+strings.Repeat("e", 64)+`"`))
-	checksums := fmt.Sprintf("{\n  \"receipt.json\": %q,\n  \"result.json\": %q\n}\n", sha(receipt), sha(result))
+	checksums := fmt.Sprintf("{\n  \"receipt.json\": %q,\n  \"result.json\": %q\n}\n", testutil.SHA256Hex(receipt), testutil.SHA256Hex(result))
 	for name, data := range map[string][]byte{"result.json": result, "receipt.json": receipt, "checksums.json": []byte(checksums)} {
 		if err := os.WriteFile(filepath.Join(dst, name), data, 0o644); err != nil {
 			r.t.Fatal(err)
@@ -557,8 +553,4 @@ func (r *runner) checkLedger(v validators, ws, name string) map[string]bool {
 		r.noAbsolutePath("ledger report", report)
 	}
 	return kinds
-}
-
-func sha(data []byte) string {
-	return fmt.Sprintf("%x", sha256.Sum256(data))
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/memfs"
 	"github.com/metricproof/metricproof/adapters/porttest"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -44,11 +45,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	fs := afero.NewMemMapFs()
-	for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", name))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for name, data := range testutil.Fixture(t) {
 		if err := fs.MkdirAll(path.Dir(path.Join(wsRoot, name)), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/porttest"
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -199,20 +200,7 @@ func TestWithCauseNamesEachErrno(t *testing.T) {
 // faultWorkspace copies the shipped fixture into a fresh directory.
 func faultWorkspace(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return testutil.CopyFixture(t, t.TempDir())
 }
 
 func inspectRequest() string {

@@ -21,6 +21,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/report"
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -59,11 +60,7 @@ type workspace struct {
 func newWorkspace(t *testing.T) *workspace {
 	t.Helper()
 	fs := afero.NewMemMapFs()
-	for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", name))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for name, data := range testutil.Fixture(t) {
 		p := path.Join(wsRoot, name)
 		if err := fs.MkdirAll(path.Dir(p), 0o755); err != nil {
 			t.Fatal(err)

@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // The demo drives the real runner (go run, a separate process) three times
@@ -21,13 +21,7 @@ func TestDemoRunsTheThreeToolsAndRefusesASecondRun(t *testing.T) {
 		t.Skip("builds the runner with go run")
 	}
 	is := is.New(t)
-	ws := t.TempDir()
-	for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", name))
-		is.NoErr(err)
-		is.NoErr(os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755))
-		is.NoErr(os.WriteFile(filepath.Join(ws, name), data, 0o644))
-	}
+	ws := testutil.CopyFixture(t, t.TempDir())
 	args := []string{"--workspace", ws, "--output-dir", "runs/demo", "--run-id", "demo-001"}
 
 	var out, errOut bytes.Buffer

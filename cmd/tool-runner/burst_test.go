@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // burstRunnerEnv names another tool-runner binary for the burst tests to
@@ -189,7 +191,7 @@ func committedRuns(t *testing.T, ws string, calls []*burstCall) map[string]strin
 			if err != nil {
 				t.Fatalf("run %s/%s has no result.json: %v", c.out, id, err)
 			}
-			runs[id] = hexSHA256(data)
+			runs[id] = testutil.SHA256Hex(data)
 		}
 	}
 	return runs
@@ -321,7 +323,7 @@ func TestABurstOverMCPAndOneShotTogetherKeepsTheLedgerWhole(t *testing.T) {
 			t.Fatalf("not a tool result: %v", a)
 		}
 		text := content[0].(map[string]any)["text"].(string)
-		answered = append(answered, hexSHA256([]byte(text)))
+		answered = append(answered, testutil.SHA256Hex([]byte(text)))
 		var body map[string]any
 		is.NoErr(json.Unmarshal([]byte(text), &body))
 		if e, ok := body["error"].(map[string]any); ok {

@@ -4,8 +4,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/matryer/is"
 	"golang.org/x/sys/unix"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // TestVerifyNamesEachDamageOfACommittedRun is verify_result's damage
@@ -401,7 +401,7 @@ func damageCases() []damageCase {
 		var digest string
 		r.editReceipt(func(m map[string]any) {
 			sources := m["sources"].(map[string]any)
-			sources["data/groups.csv"] = damageSHA256(r.read("data/groups.csv"))
+			sources["data/groups.csv"] = testutil.SHA256Hex(r.read("data/groups.csv"))
 			digest = damageSourceDigest(sources)
 			m["source_digest"] = digest
 		})
@@ -726,7 +726,7 @@ func (r *damagedRun) editReceipt(edit func(map[string]any)) {
 // bindResult sets the receipt's result_sha256 to the current result bytes.
 func (r *damagedRun) bindResult() {
 	r.t.Helper()
-	sum := damageSHA256(r.read("runs/r1/result.json"))
+	sum := testutil.SHA256Hex(r.read("runs/r1/result.json"))
 	r.editReceipt(func(m map[string]any) { m["result_sha256"] = sum })
 }
 
@@ -734,8 +734,8 @@ func (r *damagedRun) bindResult() {
 func (r *damagedRun) reseal() {
 	r.t.Helper()
 	r.write("runs/r1/checksums.json", damageIndented(map[string]string{
-		"receipt.json": damageSHA256(r.read("runs/r1/receipt.json")),
-		"result.json":  damageSHA256(r.read("runs/r1/result.json")),
+		"receipt.json": testutil.SHA256Hex(r.read("runs/r1/receipt.json")),
+		"result.json":  testutil.SHA256Hex(r.read("runs/r1/result.json")),
 	}))
 }
 
@@ -747,11 +747,6 @@ func damageIndented(v any) []byte {
 	return append(b, '\n')
 }
 
-func damageSHA256(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
 // sourceDigest is protocol §4's combined digest of a source hash map: SHA256
 // of the map as compact JSON with sorted keys and one trailing newline.
 func damageSourceDigest(sources map[string]any) string {
@@ -759,7 +754,7 @@ func damageSourceDigest(sources map[string]any) string {
 	if err != nil {
 		panic(err)
 	}
-	return damageSHA256(append(b, '\n'))
+	return testutil.SHA256Hex(append(b, '\n'))
 }
 
 // photograph records every entry under the workspace and the outside

@@ -6,12 +6,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +22,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // TestMain installs this test binary as the command "tool-runner" on PATH
@@ -186,16 +191,6 @@ func answerOf(t *testing.T, waitErr error, stdout, stderr string) outcome {
 // absolutePath finds what looks like an absolute path inside a JSON string.
 var absolutePath = regexp.MustCompile(`"/[^"]*|[ (]/[A-Za-z]`)
 
-// repoRoot is the repository, two levels up from this package.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
 // fixture copies the shipped data/ and contracts/ into a fresh workspace.
 func fixture(t *testing.T) string {
 	t.Helper()
@@ -206,14 +201,7 @@ func fixture(t *testing.T) string {
 // (directories 0755, files 0644), and returns ws.
 func fixtureIn(t *testing.T, ws string) string {
 	t.Helper()
-	for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
-		data, err := os.ReadFile(filepath.Join(repoRoot(t), name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, filepath.Join(ws, name), data)
-	}
-	return ws
+	return testutil.CopyFixture(t, ws)
 }
 
 func writeFile(t *testing.T, path string, data []byte) {
@@ -259,27 +247,17 @@ func analyze(t *testing.T, ws, out, id string) outcome {
 	return o
 }
 
-// TestScripts runs the CLI stories in testdata/script.
+// TestScripts runs the CLI stories in testdata/script, each in a $WORK
+// holding the shipped fixture in ws, with the commands of scriptCmds.
 func TestScripts(t *testing.T) {
-	root := repoRoot(t)
+	shipped := testutil.Fixture(t)
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
+		Cmds:                scriptCmds(),
 		Setup: func(env *testscript.Env) error {
-			for _, name := range []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"} {
-				data, err := os.ReadFile(filepath.Join(root, name))
-				if err != nil {
-					return err
-				}
-				dst := filepath.Join(env.WorkDir, "ws", name)
-				if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-					return err
-				}
-				if err := os.WriteFile(dst, data, 0o644); err != nil {
-					return err
-				}
-			}
-			return nil
+			env.Values[snapshotsKey{}] = map[string]map[string]fsEntry{}
+			return testutil.WriteFiles(filepath.Join(env.WorkDir, "ws"), shipped)
 		},
 	})
 }
@@ -296,6 +274,16 @@ type fsEntry struct {
 // following symlinks; an absent root gives an empty snapshot.
 func snapshotTree(t *testing.T, root string) map[string]fsEntry {
 	t.Helper()
+	snap, err := readTree(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// readTree is snapshotTree's work: every entry under root, root included,
+// without following symlinks; an absent root gives an empty snapshot.
+func readTree(root string) (map[string]fsEntry, error) {
 	snap := map[string]fsEntry{}
 	err := filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
 		if err != nil {
@@ -326,35 +314,48 @@ func snapshotTree(t *testing.T, root string) map[string]fsEntry {
 		return nil
 	})
 	if err != nil && !(errors.Is(err, fs.ErrNotExist) && len(snap) == 0) {
-		t.Fatal(err)
+		return nil, err
 	}
-	return snap
+	return snap, nil
 }
 
 // sameTree reports every entry added, removed or changed between two
 // snapshots.
 func sameTree(t *testing.T, before, after map[string]fsEntry) {
 	t.Helper()
-	for name, b := range before {
-		a, ok := after[name]
-		switch {
-		case !ok:
-			t.Errorf("%s was removed", name)
-		case a != b:
-			t.Errorf("%s changed: before %+v, after %+v", name, briefEntry(b), briefEntry(a))
-		}
-	}
-	for name := range after {
-		if _, ok := before[name]; !ok {
-			t.Errorf("%s was created", name)
-		}
+	for _, c := range treeChanges(before, after) {
+		t.Error(c)
 	}
 }
 
-// briefEntry shortens an entry for a failure message.
-func briefEntry(e fsEntry) fsEntry {
-	if len(e.data) > 40 {
-		e.data = e.data[:40] + "..."
+// treeChanges names every entry added, removed or changed between two
+// snapshots, one sentence each, in name order.
+func treeChanges(before, after map[string]fsEntry) []string {
+	var changes []string
+	for _, name := range slices.Sorted(maps.Keys(before)) {
+		b := before[name]
+		a, ok := after[name]
+		switch {
+		case !ok:
+			changes = append(changes, fmt.Sprintf("%s was removed", name))
+		case a != b:
+			changes = append(changes, fmt.Sprintf("%s changed: before %s, after %s", name, briefEntry(b), briefEntry(a)))
+		}
 	}
-	return e
+	for _, name := range slices.Sorted(maps.Keys(after)) {
+		if _, ok := before[name]; !ok {
+			changes = append(changes, fmt.Sprintf("%s was created", name))
+		}
+	}
+	return changes
+}
+
+// briefEntry describes an entry for a failure message, its bytes
+// shortened: the mode as ls shows it, the time in nanoseconds.
+func briefEntry(e fsEntry) string {
+	data := e.data
+	if len(data) > 40 {
+		data = data[:40] + "..."
+	}
+	return fmt.Sprintf("{mode %v, mtime %d, data %q, link %q}", e.mode, e.mtime, data, e.link)
 }

@@ -10,8 +10,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +27,8 @@ import (
 
 	"github.com/matryer/is"
 	"golang.org/x/sys/unix"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // A lock held by another process answers OUTPUT_BUSY at once: exit 1,
@@ -771,7 +771,7 @@ func checkCompleteRun(t *testing.T, ws, out, id string) {
 	if err := json.Unmarshal(files["receipt.json"], &receipt); err != nil {
 		t.Fatalf("run %s: receipt.json: %v", id, err)
 	}
-	want := map[string]string{"receipt.json": hexSHA256(files["receipt.json"]), "result.json": hexSHA256(files["result.json"])}
+	want := map[string]string{"receipt.json": testutil.SHA256Hex(files["receipt.json"]), "result.json": testutil.SHA256Hex(files["result.json"])}
 	switch {
 	case len(sums) != 2 || sums["receipt.json"] != want["receipt.json"] || sums["result.json"] != want["result.json"]:
 		t.Errorf("run %s: checksums %v, bytes hash to %v", id, sums, want)
@@ -789,12 +789,6 @@ func checkCompleteRun(t *testing.T, ws, out, id string) {
 	if v.exit != 0 || v.result()["integrity"] != "verified" {
 		t.Errorf("run %s does not verify: %s", id, v.raw)
 	}
-}
-
-// hexSHA256 is the lowercase hex SHA256 of b.
-func hexSHA256(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // runnerProc is a runner process started with its standard input still

@@ -25,6 +25,8 @@ import (
 
 	"github.com/matryer/is"
 	"golang.org/x/sys/unix"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // zeros is the prev of the first record and the head of an empty ledger.
@@ -134,7 +136,7 @@ func checkChain(t *testing.T, lines []string) ([]record, string) {
 			t.Errorf("line %d: prev %v, the line before hashes to %s", i+1, r["prev"], head)
 		}
 		recs = append(recs, r)
-		head = hexSHA256([]byte(line))
+		head = testutil.SHA256Hex([]byte(line))
 	}
 	return recs, head
 }
@@ -146,12 +148,12 @@ func engineSHA256(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return hexSHA256(data)
+	return testutil.SHA256Hex(data)
 }
 
 // responseSHA256 is the SHA256 of the response line without its newline.
 func responseSHA256(o outcome) string {
-	return hexSHA256([]byte(strings.TrimSuffix(o.raw, "\n")))
+	return testutil.SHA256Hex([]byte(strings.TrimSuffix(o.raw, "\n")))
 }
 
 // checkRecordOf checks the fields every record takes from its call: the
@@ -174,7 +176,7 @@ func checkRecordOf(t *testing.T, r record, o outcome, input *string) {
 	if input == nil {
 		is.Equal(r["input_sha256"], nil) // input not all read
 	} else {
-		is.Equal(r["input_sha256"], hexSHA256([]byte(*input))) // the stdin bytes' hash
+		is.Equal(r["input_sha256"], testutil.SHA256Hex([]byte(*input))) // the stdin bytes' hash
 	}
 	if c := o.code(); c == "" {
 		is.Equal(r["code"], nil)
@@ -328,13 +330,13 @@ func TestEveryKindOfCallIsRecordedOnce(t *testing.T) {
 			is.Equal(r["run_id"], tt.run)
 			result, err := os.ReadFile(filepath.Join(ws, "runs", tt.run, "result.json"))
 			is.NoErr(err)
-			is.Equal(r["result_sha256"], hexSHA256(result)) // the committed result.json's hash
+			is.Equal(r["result_sha256"], testutil.SHA256Hex(result)) // the committed result.json's hash
 		})
 	}
 	records, head := verifiedLedger(t, ws, "ledger.jsonl")
 	lines := ledgerLines(t, ledger)
 	is.New(t).Equal(records, int64(len(tests)))
-	is.New(t).Equal(head, hexSHA256([]byte(lines[len(lines)-1])))
+	is.New(t).Equal(head, testutil.SHA256Hex([]byte(lines[len(lines)-1])))
 }
 
 // The answers the ledger cannot hold are not recorded: an option fault, a
@@ -599,7 +601,7 @@ func TestConcurrentCallsFromEightProcessesMakeAnUnbrokenChain(t *testing.T) {
 	for i, p := range procs {
 		o := p.finish(t)
 		is.True(o.code() == "" || o.code() == "OUTPUT_BUSY") // success, or another analyze held the lock
-		responses[responseSHA256(o)] = hexSHA256([]byte(reqs[i]))
+		responses[responseSHA256(o)] = testutil.SHA256Hex([]byte(reqs[i]))
 	}
 	lines := ledgerLines(t, filepath.Join(ws, "ledger.jsonl"))
 	is.Equal(len(lines), n)
@@ -655,7 +657,7 @@ func forgedAfter(t *testing.T, line string) string {
 	t.Helper()
 	r := decodeRecord(t, line)
 	next := replaceIn(t, line, field(t, line, "seq"), fmt.Sprintf(`"seq":%d`, r.seq(t)+1))
-	return replaceIn(t, next, field(t, line, "prev"), `"prev":"`+hexSHA256([]byte(line))+`"`)
+	return replaceIn(t, next, field(t, line, "prev"), `"prev":"`+testutil.SHA256Hex([]byte(line))+`"`)
 }
 
 // otherTime is line with its time changed to another valid time.
@@ -813,7 +815,7 @@ func TestLedgerNamesEachTamperingAtItsLine(t *testing.T) {
 			r := decodeRecord(t, after[len(after)-1])
 			last := after[len(after)-2]
 			is.Equal(r.seq(t), decodeRecord(t, last).seq(t)+1) // building on the last line
-			is.Equal(r["prev"], hexSHA256([]byte(last)))
+			is.Equal(r["prev"], testutil.SHA256Hex([]byte(last)))
 			checkRecordOf(t, r, o, &req)
 			v, _ = ledgerCommand(t, ws, "--workspace", ws, "--ledger", name)
 			if tc.line != 0 {
@@ -864,7 +866,7 @@ func TestATornLastLineIsRefusedUntilRepairedAsReadmeSays(t *testing.T) {
 	records, head := verifiedLedger(t, ws, "ledger.jsonl")
 	is.Equal(records, int64(3)) // two whole records, and the new one
 	lines := ledgerLines(t, ledger)
-	is.Equal(head, hexSHA256([]byte(lines[2])))
+	is.Equal(head, testutil.SHA256Hex([]byte(lines[2])))
 	is.Equal(lines[:2], good[:2])
 }
 
@@ -1004,7 +1006,7 @@ func TestTenCallsOfMixedOutcomesMakeTenChainedRecords(t *testing.T) {
 	is.Equal(len(lines), 10)
 	recs, head := checkChain(t, lines)
 	for i, r := range recs {
-		is.Equal(r["response_sha256"], hexSHA256([]byte(strings.TrimSuffix(strings.SplitN(responses[i], " ", 2)[1], "\n"))))
+		is.Equal(r["response_sha256"], testutil.SHA256Hex([]byte(strings.TrimSuffix(strings.SplitN(responses[i], " ", 2)[1], "\n"))))
 	}
 	records, gotHead := verifiedLedger(t, withLedger, "ledger.jsonl")
 	is.Equal(records, int64(10))
@@ -1021,62 +1023,6 @@ func TestTenCallsOfMixedOutcomesMakeTenChainedRecords(t *testing.T) {
 		return names
 	}
 	is.Equal(paths(without), slices.DeleteFunc(paths(withLedger), func(n string) bool { return n == "ledger.jsonl" }))
-}
-
-// "tool-runner ledger" answers an option fault with one line
-// {"ledger":"error","code","message"} and exit 2, writing nothing. A
-// ledger that does not exist is INVALID_OPTIONS (a ledger is made by the
-// first call recorded in it, never by this command); an empty one
-// verifies with no records and a head of 64 zeros.
-func TestTheLedgerCommandAnswersEachOptionFault(t *testing.T) {
-	ws := fixture(t)
-	outside := t.TempDir()
-	writeFile(t, filepath.Join(ws, "empty.jsonl"), nil)
-	writeFile(t, filepath.Join(outside, "ledger.jsonl"), nil)
-	mustMkdir(t, filepath.Join(ws, "audit"))
-	tests := []struct {
-		name string
-		args []string
-		code string
-	}{
-		{"an unknown option", []string{"--workspace", ws, "--ledger", "empty.jsonl", "--bogus"}, "INVALID_OPTIONS"},
-		{"an output directory", []string{"--workspace", ws, "--ledger", "empty.jsonl", "--output-dir", "runs"}, "INVALID_OPTIONS"},
-		{"a cancel file", []string{"--workspace", ws, "--ledger", "empty.jsonl", "--cancel-file", "stop"}, "INVALID_OPTIONS"},
-		{"a positional argument", []string{"--workspace", ws, "--ledger", "empty.jsonl", "extra"}, "INVALID_OPTIONS"},
-		{"a repeated option", []string{"--workspace", ws, "--ledger", "empty.jsonl", "--ledger", "empty.jsonl"}, "INVALID_OPTIONS"},
-		{"no ledger", []string{"--workspace", ws}, "INVALID_OPTIONS"},
-		{"a ledger that does not exist", []string{"--workspace", ws, "--ledger", "missing.jsonl"}, "INVALID_OPTIONS"},
-		{"no workspace", []string{"--ledger", "empty.jsonl"}, "MISSING_WORKSPACE"},
-		{"a workspace that does not exist", []string{"--workspace", filepath.Join(ws, "nothing"), "--ledger", "empty.jsonl"}, "MISSING_WORKSPACE"},
-		{"a ledger outside the workspace", []string{"--workspace", ws, "--ledger", filepath.Join(outside, "ledger.jsonl")}, "PATH_BOUNDARY"},
-		{"a ledger inside data", []string{"--workspace", ws, "--ledger", "data/groups.csv"}, "PATH_BOUNDARY"},
-		{"a ledger in a missing directory", []string{"--workspace", ws, "--ledger", "nothing/ledger.jsonl"}, "INVALID_OUTPUT"},
-		{"a ledger that is a directory", []string{"--workspace", ws, "--ledger", "audit"}, "INVALID_OUTPUT"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			is := is.New(t)
-			before := snapshotTree(t, ws)
-			v, exit := ledgerCommand(t, ws, tt.args...)
-			is.Equal(exit, 2)
-			is.Equal(v["ledger"], "error")
-			is.Equal(v["code"], tt.code)
-			is.True(v["message"] != "")
-			sameTree(t, before, snapshotTree(t, ws)) // the command writes nothing
-		})
-	}
-	t.Run("an empty ledger verifies", func(t *testing.T) {
-		is := is.New(t)
-		records, head := verifiedLedger(t, ws, "empty.jsonl")
-		is.Equal(records, int64(0))
-		is.Equal(head, zeros)
-	})
-	t.Run("help", func(t *testing.T) {
-		is := is.New(t)
-		out, err := exec.Command(runnerPath(t), "ledger", "--help").Output()
-		is.NoErr(err)
-		is.True(strings.Contains(string(out), "tool-runner ledger --workspace W --ledger L"))
-	})
 }
 
 // A SIGINT while the ledger's pre-check waits for another process's lock

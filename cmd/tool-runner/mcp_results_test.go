@@ -21,6 +21,8 @@ import (
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // maxAnswerBytes is protocol §9's bound on a tool result at the default K.
@@ -92,8 +94,8 @@ func TestAnMCPClientGetsABoundedAnalyzeAndReadsEveryLinkedFile(t *testing.T) {
 	is.Equal(v.links[0].URI, "metricproof://runs/bounded/result.json")
 
 	records, _ := checkChain(t, ledgerLines(t, filepath.Join(ws, "calls.jsonl")))
-	is.Equal(len(records), 4)                                         // the four tool calls; the reads are not calls
-	is.Equal(records[1]["response_sha256"], hexSHA256([]byte(a.raw))) // what the model was given
+	is.Equal(len(records), 4)                                                  // the four tool calls; the reads are not calls
+	is.Equal(records[1]["response_sha256"], testutil.SHA256Hex([]byte(a.raw))) // what the model was given
 	checkCompleteRun(t, ws, "runs", "bounded")
 }
 

@@ -28,6 +28,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/sys/unix"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // mcpSession starts "tool-runner mcp --workspace ws args..." and connects
@@ -702,9 +704,9 @@ func TestEightConcurrentMCPCallsMakeAnUnbrokenChain(t *testing.T) {
 		body := byRequest[r["request_id"].(string)]
 		is.True(body != nil) // the record names a call that was answered
 		is.Equal(r["tool"], body["tool"])
-		is.Equal(r["response_sha256"], hexSHA256([]byte(body["_text"].(string))))
+		is.Equal(r["response_sha256"], testutil.SHA256Hex([]byte(body["_text"].(string))))
 		i := int(body["_id"].(float64))
-		is.Equal(r["input_sha256"], hexSHA256([]byte(args[i]))) // the raw bytes as sent
+		is.Equal(r["input_sha256"], testutil.SHA256Hex([]byte(args[i]))) // the raw bytes as sent
 		ok := body["ok"] == true
 		is.Equal(r["status"] == "success", ok)
 		if r["run_id"] != nil {

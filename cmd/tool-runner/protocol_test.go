@@ -10,6 +10,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/metricproof/metricproof/internal/testinputs"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // echo is the JSON value an answer's request_id or tool is compared with:
@@ -25,7 +26,7 @@ func echo(p *string) any {
 // the code, exit, one line, empty stderr, and the request_id and tool
 // echoed only when the rules say so.
 func TestSharedRequestsAnswerTheirCode(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "requests.json"))
+	data, err := os.ReadFile(filepath.Join(testutil.Root(t), "testdata", "requests.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,50 +67,4 @@ func TestTheLimitCountsCharactersNotBytes(t *testing.T) {
 	in := `{"request_id":"r1","tool":"inspect_inputs","arguments":{},"x":"` + strings.Repeat("😀", pad) + `"}`
 	o := call(t, ws, in, "--workspace", ws)
 	is.Equal(o.code(), "INVALID_REQUEST") // read whole and judged, not REQUEST_LIMIT
-}
-
-// Every option fault, decided before standard input is read.
-func TestBadOptionsAnswerTheirCode(t *testing.T) {
-	ws := fixture(t)
-	tests := []struct {
-		name string
-		args []string
-		code string
-	}{
-		{"an unknown option", []string{"--workspace", ws, "--bogus"}, "INVALID_OPTIONS"},
-		{"a single-dash option", []string{"-workspace", ws}, "INVALID_OPTIONS"},
-		{"a repeated option", []string{"--workspace", ws, "--workspace", ws}, "INVALID_OPTIONS"},
-		{"a repeated option in = form", []string{"--workspace=" + ws, "--output-dir=a", "--output-dir=b"}, "INVALID_OPTIONS"},
-		{"a value missing at the end", []string{"--workspace", ws, "--output-dir"}, "INVALID_OPTIONS"},
-		{"a value missing before an option", []string{"--output-dir", "--workspace", ws}, "INVALID_OPTIONS"},
-		{"an empty value", []string{"--workspace", ws, "--cancel-file="}, "INVALID_OPTIONS"},
-		{"a positional argument", []string{"--workspace", ws, "extra"}, "INVALID_OPTIONS"},
-		{"a double dash", []string{"--workspace", ws, "--"}, "INVALID_OPTIONS"},
-		{"--help beside a bad option", []string{"--help", "--bogus"}, "INVALID_OPTIONS"},
-		{"no workspace", []string{"--output-dir", "runs"}, "MISSING_WORKSPACE"},
-		{"a workspace that does not exist", []string{"--workspace", ws + "/nothing"}, "MISSING_WORKSPACE"},
-		{"a workspace that is a file", []string{"--workspace", ws + "/data/groups.csv"}, "MISSING_WORKSPACE"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			is := is.New(t)
-			// A valid request on stdin: the options alone must decide.
-			o := call(t, ws, inspectRequest("r1"), tt.args...)
-			is.Equal(o.code(), tt.code)
-			is.Equal(o.exit, 1)
-			is.Equal(o.resp["request_id"], nil) // decided before stdin was read
-			is.Equal(o.resp["tool"], nil)
-		})
-	}
-}
-
-func TestAnalyzeAndVerifyNeedAnOutputDirectory(t *testing.T) {
-	ws := fixture(t)
-	for _, in := range []string{analyzeRequest("r1", strings.Repeat("a", 64)), verifyRequest("r1", "x")} {
-		is := is.New(t)
-		o := call(t, ws, in, "--workspace", ws)
-		is.Equal(o.code(), "MISSING_CONTEXT")
-		is.Equal(o.exit, 1)
-		is.Equal(o.resp["request_id"], "r1")
-	}
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // reportRun is one finished "tool-runner report" process.
@@ -42,118 +44,6 @@ func runReport(t *testing.T, ws string, args ...string) reportRun {
 		t.Fatalf("report did not run: %v", err)
 	}
 	return r
-}
-
-// TestReportExitStatusesAndNothingWritten runs the real binary on a
-// workspace holding a plain run, a signed run recorded in a ledger and a
-// tampered run: exit 0 with the page, 1 with the page saying so in its
-// first line, 2 with one line on standard error and nothing on standard
-// output. No call writes anything or changes any mode: the workspace's
-// every entry, mode, time and byte, and the keys', are the same after.
-func TestReportExitStatusesAndNothingWritten(t *testing.T) {
-	ws := fixture(t)
-	keys := t.TempDir()
-	key := newTestKey(t, keys, "signer")
-	other := newTestKey(t, keys, "other")
-	analyze(t, ws, "runs", "plain-001")
-	o := call(t, ws, analyzeRequest("signed-001", digestOf(t, ws)), "--workspace", ws, "--output-dir", "runs", "--signing-key", key.privPath, "--ledger", "ledger.jsonl")
-	if o.exit != 0 {
-		t.Fatalf("signed analyze failed: %s", o.raw)
-	}
-	analyze(t, ws, "runs", "tampered-001")
-	result := filepath.Join(ws, "runs", "tampered-001", "result.json")
-	data, err := os.ReadFile(result)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, result, bytes.Replace(data, []byte(`"140"`), []byte(`"1400"`), 1))
-	// A copy of the ledger with its first record edited, and both ledgers
-	// open to others: a tool call would make them 0600, the report may not.
-	call(t, ws, verifyRequest("v1", "signed-001"), "--workspace", ws, "--output-dir", "runs", "--ledger", "ledger.jsonl")
-	lines, err := os.ReadFile(filepath.Join(ws, "ledger.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(ws, "damaged.jsonl"), bytes.Replace(lines, []byte(`"stdio"`), []byte(`"mcp"`), 1))
-	for _, name := range []string{"ledger.jsonl", "damaged.jsonl"} {
-		if err := os.Chmod(filepath.Join(ws, name), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	outside := t.TempDir()
-
-	tests := []struct {
-		name  string
-		args  []string
-		exit  int
-		first string // the page's first line; for exit 2 the stderr line's code
-	}{
-		{"a plain run", []string{"--run-id", "plain-001"}, 0, "# Run `plain-001`: verified"},
-		{"a plain run as HTML", []string{"--run-id", "plain-001", "--format", "html"}, 0, "<!DOCTYPE html>"},
-		{"a signed run, trusted, with its ledger", []string{"--run-id", "signed-001", "--trusted-key", key.pubPath, "--ledger", "ledger.jsonl"}, 0, "# Run `signed-001`: verified"},
-		{"a tampered run", []string{"--run-id", "tampered-001"}, 1, "# Run `tampered-001`: do not rely on this run — `RESULT_TAMPERED`: "},
-		{"a tampered run as HTML", []string{"--run-id", "tampered-001", "--format", "html"}, 1, "<!DOCTYPE html>"},
-		{"no such run", []string{"--run-id", "nothing"}, 1, "# Run `nothing`: do not rely on this run — `MISSING_RESULT`: "},
-		{"another trusted key", []string{"--run-id", "signed-001", "--trusted-key", other.pubPath}, 1, "# Run `signed-001`: do not rely on this run — `SIGNATURE_INVALID`: "},
-		{"a damaged ledger", []string{"--run-id", "signed-001", "--ledger", "damaged.jsonl"}, 1, "# Run `signed-001`: do not rely on this run — `LEDGER_TAMPERED` at ledger line 2: "},
-		{"a run ID outside the grammar", []string{"--run-id", "../x"}, 2, "INVALID_OPTIONS"},
-		{"an unknown format", []string{"--run-id", "plain-001", "--format", "pdf"}, 2, "INVALID_OPTIONS"},
-		{"a repeated option", []string{"--run-id", "plain-001", "--run-id", "plain-001"}, 2, "INVALID_OPTIONS"},
-		{"no run ID", nil, 2, "INVALID_OPTIONS"},
-		{"an option of the tools", []string{"--run-id", "plain-001", "--signing-key", key.privPath}, 2, "INVALID_OPTIONS"},
-		{"a trusted key that is private", []string{"--run-id", "plain-001", "--trusted-key", key.privPath}, 2, "INVALID_OPTIONS"},
-		{"a ledger that does not exist", []string{"--run-id", "plain-001", "--ledger", "none.jsonl"}, 2, "INVALID_OPTIONS"},
-		{"a ledger outside the workspace", []string{"--run-id", "plain-001", "--ledger", filepath.Join(outside, "l")}, 2, "PATH_BOUNDARY"},
-	}
-	before := snapshotTree(t, ws)
-	beforeKeys := snapshotTree(t, keys)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			is := is.New(t)
-			r := runReport(t, ws, append([]string{"--workspace", ws, "--output-dir", "runs"}, tt.args...)...)
-			is.Equal(r.exit, tt.exit)
-			for _, out := range []string{r.stdout, r.stderr} {
-				is.True(!strings.Contains(out, ws) && !strings.Contains(out, keys)) // no absolute path
-			}
-			if tt.exit == 2 {
-				is.Equal(r.stdout, "")
-				is.True(strings.HasPrefix(r.stderr, tt.first+": "))
-				is.Equal(strings.Count(r.stderr, "\n"), 1)
-				return
-			}
-			is.Equal(r.stderr, "")
-			is.True(strings.HasPrefix(r.stdout, tt.first))
-			if tt.exit == 1 {
-				is.True(!strings.Contains(r.stdout, "0.827272727273")) // no numbers
-			}
-		})
-	}
-	sameTree(t, before, snapshotTree(t, ws))
-	sameTree(t, beforeKeys, snapshotTree(t, keys))
-
-	// The other places: a workspace that is not there, an output
-	// directory outside it.
-	r := runReport(t, outside, "--workspace", filepath.Join(outside, "none"), "--output-dir", "runs", "--run-id", "r")
-	if r.exit != 2 || r.stdout != "" || !strings.HasPrefix(r.stderr, "MISSING_WORKSPACE: ") {
-		t.Errorf("a missing workspace: %+v", r)
-	}
-	r = runReport(t, ws, "--workspace", ws, "--output-dir", outside, "--run-id", "plain-001")
-	if r.exit != 2 || r.stdout != "" || !strings.HasPrefix(r.stderr, "PATH_BOUNDARY: ") {
-		t.Errorf("an output directory outside the workspace: %+v", r)
-	}
-	sameTree(t, before, snapshotTree(t, ws))
-}
-
-func TestReportHelp(t *testing.T) {
-	is := is.New(t)
-	ws := fixture(t)
-	r := runReport(t, ws, "--help")
-	is.Equal(r.exit, 0)
-	is.True(strings.Contains(r.stdout, "--format F"))
-	is.Equal(r.stderr, "")
-	o, err := exec.Command(runnerPath(t), "--help").Output()
-	is.NoErr(err)
-	is.True(strings.Contains(string(o), "tool-runner report --workspace W"))
 }
 
 // TestReportOfHostileRunAndLedgerFiles runs the real binary on runs an
@@ -184,7 +74,7 @@ func TestReportOfHostileRunAndLedgerFiles(t *testing.T) {
 	receipt = regexp.MustCompile(`"go_version": "[^"]*"`).ReplaceAll(receipt, []byte(`"go_version": "`+forged+`"`))
 	writeFile(t, filepath.Join(dir, "receipt.json"), receipt)
 	writeFile(t, filepath.Join(dir, "result.json"), result)
-	writeFile(t, filepath.Join(dir, "checksums.json"), fmt.Appendf(nil, "{\n  \"receipt.json\": %q,\n  \"result.json\": %q\n}\n", hexSHA256(receipt), hexSHA256(result)))
+	writeFile(t, filepath.Join(dir, "checksums.json"), fmt.Appendf(nil, "{\n  \"receipt.json\": %q,\n  \"result.json\": %q\n}\n", testutil.SHA256Hex(receipt), testutil.SHA256Hex(result)))
 
 	// again-001 is recorded, removed, and made again from other sources,
 	// in a workspace of its own (its sources change).

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/metricproof/metricproof/internal/testinputs"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // The top-level testdata/ holds inputs that more than one package runs
@@ -20,7 +21,7 @@ import (
 // 200 IDs twice) and 10,000 groups, each file within 1 MiB.
 func maxFixture(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "max-sources.json"))
+	data, err := os.ReadFile(filepath.Join(testutil.Root(t), "testdata", "max-sources.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

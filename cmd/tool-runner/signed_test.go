@@ -33,6 +33,8 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // DSSE and in-toto names, written out here rather than taken from the
@@ -68,23 +70,39 @@ type testKey struct {
 // and dir/name.pub.pem.
 func newTestKey(t *testing.T, dir, name string) testKey {
 	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	priv, err := writeKeyPair(dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := keyOf(t, priv)
 	k.privPath = filepath.Join(dir, name+".pem")
 	k.pubPath = filepath.Join(dir, name+".pub.pem")
-	writeKeyFile(t, k.privPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}), 0o600)
-	writeKeyFile(t, k.pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: k.der}), 0o644)
-	if !pub.Equal(k.pub) {
-		t.Fatal("the public key is not the private key's")
-	}
 	return k
+}
+
+// writeKeyPair makes an Ed25519 key pair with crypto/ed25519 and writes
+// dir/name.pem (PKCS#8 PEM, mode 0600) and dir/name.pub.pem (SPKI PEM,
+// mode 0644), making dir (0700) if it is missing.
+func writeKeyPair(dir, name string) (ed25519.PrivateKey, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, err
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(priv.Public())
+	if err != nil {
+		return nil, err
+	}
+	if err := writeModeFile(filepath.Join(dir, name+".pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}), 0o600); err != nil {
+		return nil, err
+	}
+	if err := writeModeFile(filepath.Join(dir, name+".pub.pem"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
+		return nil, err
+	}
+	return priv, nil
 }
 
 // keyOf fills a testKey's fields from its private key, no files.
@@ -95,21 +113,27 @@ func keyOf(t *testing.T, priv ed25519.PrivateKey) testKey {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testKey{priv: priv, pub: pub, der: der, id: hexSHA256(der)}
+	return testKey{priv: priv, pub: pub, der: der, id: testutil.SHA256Hex(der)}
 }
 
 // writeKeyFile writes data at path with exactly mode, whatever the umask.
 func writeKeyFile(t *testing.T, path string, data []byte, mode os.FileMode) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := writeModeFile(path, data, mode); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// writeModeFile writes data at path with exactly mode, whatever the
+// umask, making its directory (0700) if it is missing.
+func writeModeFile(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
 	}
 	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
-	}
+	return os.Chmod(path, mode)
 }
 
 // haveOpenSSL skips the test when openssl is not installed.
@@ -239,7 +263,7 @@ func attestationProblem(files map[string][]byte, pub ed25519.PublicKey) string {
 	switch {
 	case err != nil:
 		return err.Error()
-	case keyIDs[0] != hexSHA256(der):
+	case keyIDs[0] != testutil.SHA256Hex(der):
 		return "keyid is not the SHA256 of the signer's SPKI DER"
 	case !ed25519.Verify(pub, testPAE(payloadType, payload), sigs[0]):
 		return "the signature does not verify over the PAE of the payload"
@@ -264,8 +288,8 @@ func attestationProblem(files map[string][]byte, pub ed25519.PublicKey) string {
 	case st.Type != testStatementType || st.PredicateType != testPredicateType:
 		return "not an in-toto Statement v1 with metricproof's predicate type"
 	case len(st.Subject) != 2 ||
-		st.Subject[0].Name != "receipt.json" || !reflect.DeepEqual(st.Subject[0].Digest, map[string]string{"sha256": hexSHA256(files["receipt.json"])}) ||
-		st.Subject[1].Name != "result.json" || !reflect.DeepEqual(st.Subject[1].Digest, map[string]string{"sha256": hexSHA256(files["result.json"])}):
+		st.Subject[0].Name != "receipt.json" || !reflect.DeepEqual(st.Subject[0].Digest, map[string]string{"sha256": testutil.SHA256Hex(files["receipt.json"])}) ||
+		st.Subject[1].Name != "result.json" || !reflect.DeepEqual(st.Subject[1].Digest, map[string]string{"sha256": testutil.SHA256Hex(files["result.json"])}):
 		return "the subjects are not exactly the receipt and result bytes"
 	case !reflect.DeepEqual(st.Predicate, receipt):
 		return "the predicate is not the receipt"
@@ -377,7 +401,7 @@ func opensslKeyID(t *testing.T, pubPath string) string {
 		}
 		return strings.Fields(string(out))[0]
 	}
-	return hexSHA256(openssl(t, "", "pkey", "-pubin", "-in", pubPath, "-outform", "DER"))
+	return testutil.SHA256Hex(openssl(t, "", "pkey", "-pubin", "-in", pubPath, "-outform", "DER"))
 }
 
 // TestAnUnsignedRunIsWhatItWasBeforeSigning: without --signing-key a run
@@ -809,7 +833,7 @@ func signedDamages() []signedDamage {
 	})
 	add("re-signing a statement with a third subject with the run's own key", sigInvalid, sigInvalid, "not about exactly this run's receipt and result", func(r *signedRun) {
 		r.editStatement(func(st map[string]any) {
-			st["subject"] = append(st["subject"].([]any), map[string]any{"name": "checksums.json", "digest": map[string]any{"sha256": damageSHA256(r.read("runs/r1/checksums.json"))}})
+			st["subject"] = append(st["subject"].([]any), map[string]any{"name": "checksums.json", "digest": map[string]any{"sha256": testutil.SHA256Hex(r.read("runs/r1/checksums.json"))}})
 		})
 	})
 	add("re-signing a statement whose receipt subject is named otherwise with the run's own key", sigInvalid, sigInvalid, "not about exactly this run's receipt and result", func(r *signedRun) {
@@ -908,9 +932,9 @@ func signedDamages() []signedDamage {
 			r.t.Fatal(err)
 		}
 		r.editReceipt(func(m map[string]any) {
-			m["signer"] = map[string]any{"key_id": hexSHA256(der), "public_key": base64.StdEncoding.EncodeToString(der)}
+			m["signer"] = map[string]any{"key_id": testutil.SHA256Hex(der), "public_key": base64.StdEncoding.EncodeToString(der)}
 		})
-		r.sealSigned(r.keys.own, hexSHA256(der))
+		r.sealSigned(r.keys.own, testutil.SHA256Hex(der))
 	})
 	add("a run consistently re-signed by another key whose receipt claims the trusted key's ID", sigInvalid, sigInvalid, "is not the SHA256 of its public_key", func(r *signedRun) {
 		r.editReceipt(func(m map[string]any) {
@@ -1098,8 +1122,8 @@ func (r *signedRun) sealSigned(key testKey, keyID string) {
 	st, err := json.Marshal(map[string]any{
 		"_type": testStatementType,
 		"subject": []any{
-			map[string]any{"name": "receipt.json", "digest": map[string]any{"sha256": damageSHA256(receipt)}},
-			map[string]any{"name": "result.json", "digest": map[string]any{"sha256": damageSHA256(result)}},
+			map[string]any{"name": "receipt.json", "digest": map[string]any{"sha256": testutil.SHA256Hex(receipt)}},
+			map[string]any{"name": "result.json", "digest": map[string]any{"sha256": testutil.SHA256Hex(result)}},
 		},
 		"predicateType": testPredicateType,
 		"predicate":     json.RawMessage(receipt),
@@ -1212,7 +1236,7 @@ func TestOpenSSLVerifiesOurAttestation(t *testing.T) {
 func TestTheSigningPageRecipeVerifiesASignedRunWithoutUs(t *testing.T) {
 	haveOpenSSL(t)
 	is := is.New(t)
-	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "signing.md"))
+	readme, err := os.ReadFile(filepath.Join(testutil.Root(t), "docs", "signing.md"))
 	is.NoErr(err)
 	recipe := shellBlockWith(t, string(readme), "openssl pkeyutl -verify")
 	run := regexp.MustCompile(`(?m)^run=(\S+)`).FindStringSubmatch(recipe)
@@ -1249,7 +1273,7 @@ func TestTheSigningPageRecipeVerifiesASignedRunWithoutUs(t *testing.T) {
 	is.NoErr(err) // the recipe verifies the run
 	is.True(strings.Contains(got, "Signature Verified Successfully"))
 	for _, name := range []string{"receipt.json", "result.json"} {
-		is.True(strings.Contains(got, hexSHA256(files[name]))) // the recipe shows each subject's digest
+		is.True(strings.Contains(got, testutil.SHA256Hex(files[name]))) // the recipe shows each subject's digest
 	}
 	is.Equal(entriesIn(t, filepath.Join(ws, out, id)), []string{"attestation.json", "checksums.json", "receipt.json", "result.json"}) // and writes nothing into the run
 	if t.Failed() {

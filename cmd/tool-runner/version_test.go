@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/metricproof/metricproof/cmd/internal/buildcmd"
 	"github.com/metricproof/metricproof/contracts"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // versionSchema compiles contracts/schemas/version.schema.json with the
@@ -81,32 +81,6 @@ func TestVersionNamesTheRunningEngine(t *testing.T) {
 	versionOf(t, runnerPath(t))
 }
 
-// An argument after version is refused as mcp refuses an option fault:
-// one line naming INVALID_OPTIONS on stderr, nothing on stdout, exit 2.
-func TestVersionTakesNoArgument(t *testing.T) {
-	for _, args := range [][]string{{"x"}, {"--help"}, {"--workspace", "."}, {"version"}, {""}, {"/an/absolute/path"}} {
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			is := is.New(t)
-			var stdout, stderr bytes.Buffer
-			cmd := exec.Command(runnerPath(t), append([]string{"version"}, args...)...)
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			var ee *exec.ExitError
-			is.True(errors.As(err, &ee))
-			is.Equal(ee.ExitCode(), 2)
-			is.Equal(stdout.String(), "")
-			is.Equal(stderr.String(), "INVALID_OPTIONS: argument 2 is not allowed: tool-runner version takes no arguments\n")
-		})
-	}
-}
-
-func TestHelpNamesTheVersionCommand(t *testing.T) {
-	is := is.New(t)
-	out, err := exec.Command(runnerPath(t), "--help").Output()
-	is.NoErr(err)
-	is.True(strings.Contains(string(out), "tool-runner version\n"))
-}
-
 // Two clones of this commit at different paths, built with README's
 // command, give byte-identical runners (issue 18): one built with this
 // machine's build cache, the other with an empty one of its own, so
@@ -120,7 +94,7 @@ func TestTwoClonesBuildTheSameEngine(t *testing.T) {
 		t.Skip("git is not installed: this test clones the repository's HEAD twice")
 	}
 	is := is.New(t)
-	root := repoRoot(t)
+	root := testutil.Root(t)
 	rev, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Skipf("not a git checkout with a commit (git rev-parse HEAD: %v)", err)

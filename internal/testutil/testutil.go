@@ -1,0 +1,89 @@
+// Package testutil holds the few helpers the tests of several packages
+// share: the shipped fixture (the repository's data/ and contracts/ files
+// that protocol §7 describes), its copy into a workspace, and the SHA256
+// of bytes as lowercase hex. It is for tests only; the standard library
+// alone.
+package testutil
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FixtureNames are the shipped fixture's four files, relative to the
+// repository and to a workspace alike.
+func FixtureNames() []string {
+	return []string{"data/transactions.csv", "data/groups.csv", "data/customers.csv", "contracts/metric-definitions.json"}
+}
+
+// Root is the repository: the nearest directory at or above the working
+// directory (a test's is its package's) that holds go.mod.
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		} else if !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod at or above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Fixture reads the shipped fixture: each file's bytes by its name.
+func Fixture(t testing.TB) map[string][]byte {
+	t.Helper()
+	root := Root(t)
+	files := map[string][]byte{}
+	for _, name := range FixtureNames() {
+		data, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = data
+	}
+	return files
+}
+
+// CopyFixture writes the shipped fixture into the workspace dir and
+// returns dir.
+func CopyFixture(t testing.TB, dir string) string {
+	t.Helper()
+	if err := WriteFiles(dir, Fixture(t)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// WriteFiles writes each file at its slash-separated name under dir:
+// directories 0755, files 0644 (less the umask), as a checkout has them.
+func WriteFiles(dir string, files map[string][]byte) error {
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SHA256Hex is the SHA256 of b as 64 lowercase hex digits.
+func SHA256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
