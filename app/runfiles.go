@@ -38,15 +38,23 @@ type ListedRun struct {
 // name is not one, there is no output directory or run or file, or the
 // file fails a check. Any other code is a failure to read: the output
 // directory's place (PATH_BOUNDARY, INVALID_OUTPUT) or an I/O failure.
-func (s *Service) ReadRunFile(ctx context.Context, runID, name string) ([]byte, *Error) {
-	// protocol §9, Load: a resource read counts against the service's compute
-	// slots like a tool call. It takes one before any I/O, waiting in
-	// arrival order and giving up when ctx is done.
+//
+// protocol §9, Load: a resource read counts against the service's compute
+// slots like a tool call. It takes one before any I/O, waiting in arrival
+// order and giving up when ctx is done, and gives it back when it returns;
+// or, when keep is not nil, hands keep the function that gives it back,
+// for the transport to call once the answer is written (as
+// [Input.Keep]), so that an answer waiting to be written holds its slot.
+func (s *Service) ReadRunFile(ctx context.Context, runID, name string, keep func(release func())) ([]byte, *Error) {
 	release, err := s.Compute(ctx)
 	if err != nil {
 		return nil, fail(Cancelled, "the read was cancelled")
 	}
-	defer release()
+	if keep != nil {
+		keep(release)
+	} else {
+		defer release()
+	}
 	switch {
 	case !domain.ValidID(runID):
 		return nil, fail(MissingResult, "a run ID is %s", protocol.IDRule)

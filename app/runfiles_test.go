@@ -64,11 +64,11 @@ func TestARunFileIsReadExactlyAndNothingElseIs(t *testing.T) {
 	before := m.tree()
 
 	for _, name := range app.RunFileNames()[:3] {
-		data, e := s.ReadRunFile(context.Background(), "r1", name)
+		data, e := s.ReadRunFile(context.Background(), "r1", name, nil)
 		is.True(e == nil)
 		is.Equal(string(data), string(m.read("runs/r1/"+name))) // exact bytes
 	}
-	data, e := s.ReadRunFile(context.Background(), "four", "result.json")
+	data, e := s.ReadRunFile(context.Background(), "four", "result.json", nil)
 	is.True(e == nil)
 	is.Equal(len(data), app.MaxSavedBytes) // exactly the limit is read
 
@@ -80,7 +80,7 @@ func TestARunFileIsReadExactlyAndNothingElseIs(t *testing.T) {
 		{"dir-result", "result.json"}, // not a regular file
 		{"big", "result.json"},        // over 4 MiB
 	} {
-		_, e := s.ReadRunFile(context.Background(), tt.run, tt.name)
+		_, e := s.ReadRunFile(context.Background(), tt.run, tt.name, nil)
 		is.True(e != nil)                   // tt
 		is.Equal(e.Code, app.MissingResult) // not found
 		is.True(!strings.Contains(e.Message, wsRoot))
@@ -88,7 +88,7 @@ func TestARunFileIsReadExactlyAndNothingElseIs(t *testing.T) {
 	is.Equal(m.tree(), before) // nothing written, no ledger record
 
 	for _, args := range [][]string{{}, {"--output-dir", "not-yet"}} {
-		_, e := m.mcpService(args...).ReadRunFile(context.Background(), "r1", "result.json")
+		_, e := m.mcpService(args...).ReadRunFile(context.Background(), "r1", "result.json", nil)
 		is.Equal(e.Code, app.MissingResult) // no output directory: no runs
 	}
 }

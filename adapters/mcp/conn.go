@@ -341,8 +341,14 @@ func (c *lineConn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 		c.mu.Lock()
 		cl := c.byExtra[req.GetExtra()]
 		c.mu.Unlock()
-		if cl == nil || !cl.toolCall {
+		if cl == nil {
 			return next(ctx, method, req)
+		}
+		if !cl.toolCall {
+			// A read, like a call, gives its compute slot back once its
+			// answer is written (protocol §9.8), so that answers not yet
+			// written count against the slots.
+			return next(context.WithValue(ctx, keepKey{}, func(release func()) { c.keep(cl, release) }), method, req)
 		}
 		if p, ok := req.GetParams().(*sdk.CallToolParamsRaw); ok {
 			// The SDK decoded these from the line and only hands them on.
@@ -399,16 +405,32 @@ func (c *lineConn) serving(cl *call, in *app.Input) {
 		c.mu.Unlock()
 		c.signal()
 	}
-	in.Keep = func(release func()) {
-		c.mu.Lock()
-		if c.inFlight[cl.req.ID] == cl { // not yet answered: always, from a handler
-			cl.release, release = release, nil
-		}
-		c.mu.Unlock()
-		if release != nil {
-			release()
-		}
+	in.Keep = func(release func()) { c.keep(cl, release) }
+}
+
+// keep holds release, which gives a compute slot back, until the answer
+// of cl is written; at once when it already was.
+func (c *lineConn) keep(cl *call, release func()) {
+	c.mu.Lock()
+	if c.inFlight[cl.req.ID] == cl { // not yet answered: always, from a handler
+		cl.release, release = release, nil
 	}
+	c.mu.Unlock()
+	if release != nil {
+		release()
+	}
+}
+
+// keepKey is the context key of the hook a resource read over the line
+// transport hands its compute slot's release to (lineConn.keep).
+type keepKey struct{}
+
+// keeperOf is the hook of ctx that keeps a read's compute slot until its
+// answer is written, or nil when the read is not served over the line
+// transport (the slot is then given back when the read returns).
+func keeperOf(ctx context.Context) func(release func()) {
+	keep, _ := ctx.Value(keepKey{}).(func(release func()))
+	return keep
 }
 
 // drain waits until no call is waiting for its answer, or the connection

@@ -114,8 +114,9 @@ func NewServer(svc *app.Service, version string, stop context.Context) (*sdk.Ser
 		server.AddTool(t, handler(svc, t.Name, stop))
 	}
 	res := newResources(svc)
-	// The middleware answers every read before the SDK would look the URI
-	// up; the template's own handler is the same read.
+	// The SDK's read reaches the template's handler only for a URI the
+	// middleware lets through (templated); the middleware answers any
+	// other URI itself.
 	server.AddResourceTemplate(runTemplate(), func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 		return res.read(ctx, req.Params.URI)
 	})

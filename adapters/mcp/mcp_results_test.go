@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -205,21 +206,42 @@ func TestABadURIIsRefusedWithItsURIAsJSON(t *testing.T) {
 }
 
 // A damaged file that is not UTF-8 is answered as a blob of its exact
-// bytes, and so is an empty one (an empty text would not be sent).
+// bytes, and so is an empty one (an empty text would not be sent), and
+// one whose text JSON would write in more than 1.5 times its size
+// (protocol §9.6: an answer stays within 1.5 times the 4 MiB limit). A
+// file of the same bytes within that bound is text.
 func TestAFileThatIsNotUTF8ComesBackAsABlobOfItsBytes(t *testing.T) {
 	is := is.New(t)
 	w := newWorld(t)
 	cs := session(t, w.service("--output-dir", "runs"), context.Background())
 	is.Equal(callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digestOf(t, cs), "run_id": "r1"}).code(), "")
-	for _, data := range []string{"{\"a\":\"\xff\xfe latin-1 \xe9\"}\n", ""} {
-		w.write(t, "runs/r1/receipt.json", data)
+	for _, tt := range []struct {
+		data string
+		blob bool
+	}{
+		{"{\"a\":\"\xff\xfe latin-1 \xe9\"}\n", true},
+		{"", true},
+		{strings.Repeat("\x01", 1000), true},                              // six bytes each
+		{strings.Repeat("<", 1000), true},                                 // six bytes each
+		{strings.Repeat(`"`, 1000), true},                                 // two bytes each
+		{strings.Repeat(`"`, 500) + strings.Repeat("a", 500), false},      // exactly 1.5 times
+		{strings.Repeat(`"`, 501) + strings.Repeat("a", 499), true},       // just past it
+		{strings.Repeat("\u2028", 100) + strings.Repeat("a", 299), true},  // six bytes for three: just past 1.5 times
+		{strings.Repeat("\u2028", 100) + strings.Repeat("a", 300), false}, // exactly 1.5 times
+	} {
+		w.write(t, "runs/r1/receipt.json", tt.data)
 		res, err := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "metricproof://runs/r1/receipt.json"})
 		is.NoErr(err)
 		c := res.Contents[0]
 		is.Equal(c.URI, "metricproof://runs/r1/receipt.json")
 		is.Equal(c.MIMEType, "application/json")
-		is.Equal(c.Text, "")
-		is.Equal(string(c.Blob), data) // the exact bytes
+		if tt.blob {
+			is.Equal(c.Text, "")
+			is.Equal(string(c.Blob), tt.data) // the exact bytes
+		} else {
+			is.Equal(c.Blob, nil)
+			is.Equal(c.Text, tt.data) // the exact bytes
+		}
 	}
 }
 
@@ -506,4 +528,57 @@ func keywordsIn(v any, names bool) []string {
 		}
 	}
 	return out
+}
+
+// Under the 2026-07-28 revision a read answers as every other request
+// does: its result says "resultType":"complete" (the TypeScript client v2
+// refuses a read result without it), and so does a read of a session that
+// negotiated that revision; an older session's read has none.
+func TestAReadCarriesTheResultTypeOfItsRevision(t *testing.T) {
+	is := is.New(t)
+	w := newWorld(t)
+	svc := w.service("--output-dir", "runs")
+	cs := session(t, svc, context.Background())
+	is.Equal(callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digestOf(t, cs), "run_id": "r1"}).code(), "")
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+	stateless := rawSession(t, svc,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"metricproof://runs/r1/checksums.json",`+meta+`}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"resources/list","params":{`+meta+`}}`)
+	legacy := rawSession(t, svc,
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"metricproof://runs/r1/checksums.json"}}`)
+	want, err := w.fs.Open(wsRoot + "/runs/r1/checksums.json")
+	is.NoErr(err)
+	defer want.Close()
+	saved, err := io.ReadAll(want)
+	is.NoErr(err)
+	for _, tt := range []struct {
+		name       string
+		lines      []string
+		resultType string
+	}{
+		{"2026-07-28 read", stateless, "complete"},
+		{"2025-11-25 read", legacy, ""},
+	} {
+		var res struct {
+			ResultType *string `json:"resultType"`
+			Contents   []struct {
+				Text string `json:"text"`
+			} `json:"contents"`
+		}
+		is.NoErr(json.Unmarshal(resultOf(t, tt.lines, 1), &res))
+		got := ""
+		if res.ResultType != nil {
+			got = *res.ResultType
+		}
+		is.Equal(got, tt.resultType)                  // the revision's resultType
+		is.Equal(len(res.Contents), 1)                // one content
+		is.Equal(res.Contents[0].Text, string(saved)) // the exact bytes
+	}
+	var list struct {
+		ResultType string `json:"resultType"`
+	}
+	is.NoErr(json.Unmarshal(resultOf(t, stateless, 2), &list))
+	is.Equal(list.ResultType, "complete")
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -15,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/domain"
 )
 
 // Run files as resources (protocol §9): every file of a committed run is the
@@ -23,11 +25,12 @@ import (
 // each list.
 //
 // The SDK serves resources/templates/list from the template registered
-// here. resources/list and resources/read are answered by a middleware in
-// front of the SDK's own methods: the runs live on disk, not in the SDK's
-// registry, and the SDK's not-found error is not the one protocol §9 pins (its
-// code follows MCPGODEBUG, and it writes data.uri Go-quoted, which is not
-// JSON for a URI holding U+007F).
+// here, and resources/read of a URI the template matches through the
+// template's handler. resources/list, and a read of any other URI, are
+// answered by a middleware in front of the SDK's own methods: the runs
+// live on disk, not in the SDK's registry, and the SDK's not-found error
+// is not the one protocol §9 pins (its code follows MCPGODEBUG, and it
+// writes data.uri Go-quoted, which is not JSON for a URI holding U+007F).
 
 // RunURITemplate is the URI template of a run's files.
 const RunURITemplate = "metricproof://runs/{run_id}/{file}"
@@ -85,12 +88,18 @@ func (r *resources) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 				return r.list(ctx, cursor)
 			}
 		case "resources/read":
+			// A URI the template's handler is reached for goes through the
+			// SDK's own read, which gives its result the revision's
+			// resultType; any other is refused here, with protocol §9's
+			// not-found error rather than the SDK's.
 			if rr, ok := req.(*sdk.ReadResourceRequest); ok {
 				uri := ""
 				if rr.Params != nil {
 					uri = rr.Params.URI
 				}
-				return r.read(ctx, uri)
+				if !templated(uri) {
+					return r.read(ctx, uri)
+				}
 			}
 		}
 		return next(ctx, method, req)
@@ -99,13 +108,18 @@ func (r *resources) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 
 // read answers resources/read of uri: the file's exact bytes as one text
 // content, or as a blob when they are not valid UTF-8 (only a damaged file
-// can be), or when there are none (the SDK drops an empty text).
+// can be), when there are none (the SDK drops an empty text), or when
+// their text would be written in more than one and a half times their
+// size (only a damaged file holds such bytes: see textBytes). So an answer
+// is at most 1.5 times the 4 MiB a run file may hold (a blob's base64 is
+// 4/3 of the bytes); a file analyze wrote grows by its quotes and line
+// breaks, about a fifth.
 func (r *resources) read(ctx context.Context, uri string) (*sdk.ReadResourceResult, error) {
 	runID, name, ok := parseRunFileURI(uri)
 	if !ok {
 		return nil, notFound(uri, "a run file's URI is "+runURIPrefix+"<run_id>/<file>, file one of "+strings.Join(app.RunFileNames(), ", "))
 	}
-	data, e := r.svc.ReadRunFile(ctx, runID, name)
+	data, e := r.svc.ReadRunFile(ctx, runID, name, keeperOf(ctx))
 	switch {
 	case e != nil && e.Code == app.MissingResult:
 		return nil, notFound(uri, e.Message)
@@ -113,12 +127,42 @@ func (r *resources) read(ctx context.Context, uri string) (*sdk.ReadResourceResu
 		return nil, readFailure(uri, e)
 	}
 	content := &sdk.ResourceContents{URI: uri, MIMEType: runFileMIMEType}
-	if len(data) > 0 && utf8.Valid(data) {
+	if len(data) > 0 && utf8.Valid(data) && 2*textBytes(data) <= 3*len(data) {
 		content.Text = string(data)
 	} else {
 		content.Blob = append([]byte{}, data...) // never nil: an empty blob is still sent
 	}
 	return &sdk.ReadResourceResult{Cacheable: sdk.Cacheable{CacheScope: "public"}, Contents: []*sdk.ResourceContents{content}}, nil
+}
+
+// templated reports whether uri is a run file's URI whose parts the
+// template matches: a run ID and one of the run file names, which hold
+// only letters, digits, '-', '_' and '.'.
+func templated(uri string) bool {
+	runID, name, ok := parseRunFileURI(uri)
+	return ok && domain.ValidID(runID) && slices.Contains(app.RunFileNames(), name)
+}
+
+// textBytes is the length of data, valid UTF-8, as a JSON string's
+// content the way the SDK's encoding/json writes it: '"', '\\', line feed,
+// carriage return, tab, backspace and form feed as two bytes; other control characters, '<',
+// '>' and '&' as six (\u00XX); U+2028 and U+2029 as six for their three.
+func textBytes(data []byte) int {
+	n := 0
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+			n += 2
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			n += 6
+		case c == 0xE2 && i+2 < len(data) && data[i+1] == 0x80 && (data[i+2] == 0xA8 || data[i+2] == 0xA9):
+			n += 6
+			i += 2
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // parseRunFileURI splits metricproof://runs/<run_id>/<file>, exactly that

@@ -273,6 +273,105 @@ func TestMCP600CallsAtOnceAtTheMaximumAreAnsweredOnceWithin96MiB(t *testing.T) {
 	is.True(peak <= maxRSSKiB) // protocol §9: 96 MiB
 }
 
+// protocol §9, Load: resource reads count against the compute slots until
+// their answers are written, so a client that pipelines hundreds of reads
+// of the largest files a run can hold, and reads the answers late, cannot
+// take the server past 96 MiB. The files: result.json at §8's maximum,
+// and damaged ones of 4 MiB whose text JSON would escape into several
+// times their size (control characters, "<", quotes). Before, each read
+// gave its slot back once it had the bytes, and the answers waiting to be
+// written piled up: 368 MiB for 200 reads of a 1.5 MB result.json, 1.9 GB
+// for 40 reads of 4 MiB of U+0001.
+func TestMCPPipelinedReadsOfTheLargestFilesStayWithin96MiB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hundreds of reads of 4 MiB files")
+	}
+	is := is.New(t)
+	ws := maxFixture(t)
+	analyze(t, ws, "runs", "base")
+	damaged := map[string]byte{"ctl": 0x01, "lt": '<', "quote": '"'}
+	for name, b := range damaged {
+		dir := filepath.Join(ws, "runs", "dmg-"+name)
+		is.NoErr(os.Mkdir(dir, 0o755))
+		is.NoErr(os.WriteFile(filepath.Join(dir, "result.json"), bytes.Repeat([]byte{b}, 4<<20), 0o644))
+	}
+	s := startLoadServer(t, ws, nil, "--output-dir", "runs")
+	s.send(initialize("2025-06-18"), initialized)
+	is.Equal(s.next().id, "0")
+	runs := []string{"base", "dmg-ctl", "dmg-lt", "dmg-quote"}
+	const each = 50
+	var batch strings.Builder
+	for i := range each {
+		for _, run := range runs {
+			fmt.Fprintf(&batch, `{"jsonrpc":"2.0","id":"%s-%d","method":"resources/read","params":{"uri":"metricproof://runs/%s/result.json"}}`+"\n", run, i, run)
+		}
+	}
+	is.NoErr(sendAll(s.stdin, batch.String()))
+	// Read no answer until the server has read at least 40 of the files or
+	// has stopped reading (a hang guard, not a measure): only then does
+	// what it holds while its answers wait show in its peak.
+	waitUntilRead(t, s.cmd.Process.Pid, 40*(4<<20))
+	answered := map[string]int{}
+	for range len(runs) * each {
+		a := s.next()
+		answered[a.id]++
+		if a.rpcCode != 0 {
+			t.Errorf("read %s: JSON-RPC error %d", a.id, a.rpcCode)
+		}
+	}
+	peak := s.peakKiB()
+	rest, exit := s.finish()
+	is.Equal(len(rest), 0)
+	is.Equal(exit, 0)
+	is.Equal(len(answered), len(runs)*each) // every read answered ...
+	for id, n := range answered {
+		if n != 1 {
+			t.Errorf("read %s answered %d times", id, n) // ... exactly once
+		}
+	}
+	t.Logf("peak RSS of the server: %d KiB (bound %d KiB)", peak, maxRSSKiB)
+	is.True(peak <= maxRSSKiB) // protocol §9: 96 MiB
+}
+
+// sendAll writes lines to a server's input from another goroutine and
+// returns once the server has read them all, or its input failed.
+func sendAll(stdin io.Writer, lines string) error {
+	sent := make(chan error, 1)
+	go func() {
+		_, err := io.WriteString(stdin, lines)
+		sent <- err
+	}()
+	return <-sent
+}
+
+// waitUntilRead returns once the process pid has read n bytes (rchar of
+// /proc/PID/io) or its count has not moved for a second.
+func waitUntilRead(t *testing.T, pid int, n int64) {
+	t.Helper()
+	last, still := int64(-1), 0
+	for still < 10 {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rchar int64
+		for _, l := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(l, "rchar: "); ok {
+				rchar, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		if rchar >= n {
+			return
+		}
+		if rchar == last {
+			still++
+		} else {
+			last, still = rchar, 0
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // tinyValues is a JSON array of about n bytes of zeros.
 func tinyValues(n int) string {
 	return "[" + strings.Repeat("0,", (n-2)/2) + "0]"
