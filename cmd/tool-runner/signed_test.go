@@ -11,14 +11,12 @@ package main
 
 import (
 	"bytes"
-	"crypto/ecdsa"
+	"crypto"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -81,28 +79,31 @@ func newTestKey(t *testing.T, dir, name string) testKey {
 }
 
 // writeKeyPair makes an Ed25519 key pair with crypto/ed25519 and writes
-// dir/name.pem (PKCS#8 PEM, mode 0600) and dir/name.pub.pem (SPKI PEM,
-// mode 0644), making dir (0700) if it is missing.
+// it as writeKeyFiles does.
 func writeKeyPair(dir, name string) (ed25519.PrivateKey, error) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, err
 	}
+	return priv, writeKeyFiles(dir, name, priv)
+}
+
+// writeKeyFiles writes priv as dir/name.pem (PKCS#8 PEM, mode 0600) and
+// its public key as dir/name.pub.pem (SPKI PEM, mode 0644), making dir
+// (0700) if it is missing.
+func writeKeyFiles(dir, name string, priv crypto.Signer) error {
 	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	pubDER, err := x509.MarshalPKIXPublicKey(priv.Public())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := writeModeFile(filepath.Join(dir, name+".pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}), 0o600); err != nil {
-		return nil, err
+		return err
 	}
-	if err := writeModeFile(filepath.Join(dir, name+".pub.pem"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
-		return nil, err
-	}
-	return priv, nil
+	return writeModeFile(filepath.Join(dir, name+".pub.pem"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644)
 }
 
 // keyOf fills a testKey's fields from its private key, no files.
@@ -114,14 +115,6 @@ func keyOf(t *testing.T, priv ed25519.PrivateKey) testKey {
 		t.Fatal(err)
 	}
 	return testKey{priv: priv, pub: pub, der: der, id: testutil.SHA256Hex(der)}
-}
-
-// writeKeyFile writes data at path with exactly mode, whatever the umask.
-func writeKeyFile(t *testing.T, path string, data []byte, mode os.FileMode) {
-	t.Helper()
-	if err := writeModeFile(path, data, mode); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // writeModeFile writes data at path with exactly mode, whatever the
@@ -429,247 +422,6 @@ func TestAnUnsignedRunIsWhatItWasBeforeSigning(t *testing.T) {
 	v = verifyTrusting(t, ws, "runs", "u1", "")
 	is.Equal(v.code(), "INVALID_SAVED_RESULT")
 	is.Equal(v.message(), "run u1 holds an entry analyze never writes; a run is exactly result.json, receipt.json and checksums.json")
-}
-
-// TestBothKeyOptionsServeOneCall: one set of options may carry both keys:
-// analyze signs and verify checks against the trusted key, and a signed
-// run's result.json is byte for byte an unsigned run's.
-func TestBothKeyOptionsServeOneCall(t *testing.T) {
-	is := is.New(t)
-	ws := fixture(t)
-	key := newTestKey(t, t.TempDir(), "key")
-	args := []string{"--workspace", ws, "--output-dir", "runs", "--signing-key", key.privPath, "--trusted-key", key.pubPath}
-	o := call(t, ws, analyzeRequest("s1", digestOf(t, ws)), args...)
-	is.Equal(o.exit, 0)
-	v := call(t, ws, verifyRequest("v1", "s1"), args...)
-	is.Equal(v.exit, 0)
-	is.Equal(v.result()["checks"], signedChecks())
-	analyze(t, ws, "runs", "u1")
-	is.True(bytes.Equal(runFiles(t, ws, "runs", "s1")["result.json"], runFiles(t, ws, "runs", "u1")["result.json"])) // signing leaves the result alone
-}
-
-// keyFault is a bad key file given to one option.
-type keyFault struct {
-	name   string
-	option string // --signing-key or --trusted-key
-	// file makes the key file under dir and returns the path to give.
-	file func(t *testing.T, dir string) string
-}
-
-// keyFaults lists every key fault of protocol §10, for each option it applies
-// to. good is a valid pair whose files the faults derive from.
-func keyFaults(t *testing.T, good testKey) []keyFault {
-	t.Helper()
-	read := func(path string) []byte {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
-	privPEM, pubPEM := read(good.privPath), read(good.pubPath)
-	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pemOf := func(typ string, der []byte, err error) []byte {
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(rsaKey)
-	rsaPriv := pemOf("PRIVATE KEY", der, err)
-	der, err = x509.MarshalPKIXPublicKey(&rsaKey.PublicKey)
-	rsaPub := pemOf("PUBLIC KEY", der, err)
-	der, err = x509.MarshalPKCS8PrivateKey(ecKey)
-	ecPriv := pemOf("PRIVATE KEY", der, err)
-	der, err = x509.MarshalPKIXPublicKey(&ecKey.PublicKey)
-	ecPub := pemOf("PUBLIC KEY", der, err)
-	block, _ := pem.Decode(privPEM)
-	withHeader := pem.EncodeToMemory(&pem.Block{Type: block.Type, Headers: map[string]string{"Comment": "the operator's key"}, Bytes: block.Bytes})
-
-	file := func(data []byte, mode os.FileMode) func(*testing.T, string) string {
-		return func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "operator-secret.pem")
-			writeKeyFile(t, p, data, mode)
-			return p
-		}
-	}
-	special := map[string]func(*testing.T, string) string{
-		"a missing file": func(_ *testing.T, dir string) string { return filepath.Join(dir, "operator-secret.pem") },
-		"a path through a regular file": func(t *testing.T, dir string) string {
-			return filepath.Join(file(privPEM, 0o600)(t, dir), "key.pem")
-		},
-		"a dangling symlink": func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "operator-secret.pem")
-			if err := os.Symlink("nowhere.pem", p); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		},
-		"a directory": func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "operator-secret.pem")
-			if err := os.Mkdir(p, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		},
-		// Nothing ever opens it for writing: a runner that waited for a
-		// writer would never answer.
-		"a FIFO": func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "operator-secret.pem")
-			if err := syscall.Mkfifo(p, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		},
-		"an empty file":             file(nil, 0o600),
-		"a file that is not PEM":    file([]byte("my signing key is in the safe\n"), 0o600),
-		"the key's DER without PEM": file(block.Bytes, 0o600),
-		"a PEM block with a header": file(withHeader, 0o600),
-	}
-	var faults []keyFault
-	both := []string{"a missing file", "a path through a regular file", "a dangling symlink", "a directory", "a FIFO", "an empty file", "a file that is not PEM", "the key's DER without PEM", "a PEM block with a header"}
-	for _, name := range both {
-		for _, option := range []string{"--signing-key", "--trusted-key"} {
-			faults = append(faults, keyFault{name, option, special[name]})
-		}
-	}
-	faults = append(faults,
-		keyFault{"an RSA private key", "--signing-key", file(rsaPriv, 0o600)},
-		keyFault{"an EC private key", "--signing-key", file(ecPriv, 0o600)},
-		keyFault{"the public key", "--signing-key", file(pubPEM, 0o600)},
-		keyFault{"two private keys in one file", "--signing-key", file(append(append([]byte{}, privPEM...), privPEM...), 0o600)},
-		keyFault{"the private key followed by its public key", "--signing-key", file(append(append([]byte{}, privPEM...), pubPEM...), 0o600)},
-		keyFault{"an RSA public key", "--trusted-key", file(rsaPub, 0o644)},
-		keyFault{"an EC public key", "--trusted-key", file(ecPub, 0o644)},
-		keyFault{"the private key", "--trusted-key", file(privPEM, 0o600)},
-		keyFault{"two public keys in one file", "--trusted-key", file(append(append([]byte{}, pubPEM...), pubPEM...), 0o644)},
-	)
-	for _, mode := range []os.FileMode{0o640, 0o604, 0o644, 0o660, 0o601, 0o610} {
-		faults = append(faults, keyFault{fmt.Sprintf("the private key with mode %04o", mode), "--signing-key", file(privPEM, mode)})
-	}
-	return faults
-}
-
-// keySecrets are strings no response may hold: the key files' base64
-// lines, the keys' raw bytes in base64 and hex.
-func keySecrets(t *testing.T, keys ...testKey) []string {
-	t.Helper()
-	var secrets []string
-	for _, k := range keys {
-		for _, p := range []string{k.privPath, k.pubPath} {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			secrets = append(secrets, base64Lines(data)...)
-		}
-		secrets = append(secrets,
-			base64.StdEncoding.EncodeToString(k.der),
-			base64.StdEncoding.EncodeToString(k.priv.Seed()),
-			hex.EncodeToString(k.priv.Seed()),
-			hex.EncodeToString(k.pub))
-	}
-	return secrets
-}
-
-// base64Lines are the lines of a PEM file that hold key bytes.
-func base64Lines(data []byte) []string {
-	var lines []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if line = strings.TrimSpace(line); len(line) >= 16 && !strings.HasPrefix(line, "-----") {
-			lines = append(lines, line)
-		}
-	}
-	return lines
-}
-
-// TestEveryKeyFaultIsInvalidOptionsBeforeStandardInput gives every key
-// fault of protocol §10 to --signing-key or --trusted-key, the key file
-// outside the workspace under a name of its own, and checks, for three
-// standard inputs (garbage, an analyze request that would commit a run,
-// and an input that never ends): INVALID_OPTIONS, exit 1, request_id and
-// tool null, empty stderr (call checks it), a message that names the
-// option and holds neither the key file's path nor any key bytes, and
-// nothing written in the workspace or beside the key, the ledger
-// included (an INVALID_OPTIONS answer is never recorded).
-func TestEveryKeyFaultIsInvalidOptionsBeforeStandardInput(t *testing.T) {
-	good := newTestKey(t, t.TempDir(), "good")
-	secrets := keySecrets(t, good)
-	for _, f := range keyFaults(t, good) {
-		t.Run(f.option+" "+f.name, func(t *testing.T) {
-			t.Parallel()
-			ws := fixture(t)
-			keyDir := filepath.Join(t.TempDir(), "keys-of-the-operator")
-			if err := os.Mkdir(keyDir, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			path := f.file(t, keyDir)
-			leaks := append([]string{path, keyDir, "keys-of-the-operator", "operator-secret"}, secrets...)
-			if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() { // never open the FIFO
-				data, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				leaks = append(leaks, base64Lines(data)...) // this fault's own key bytes
-			}
-			args := []string{"--workspace", ws, "--output-dir", "runs", "--ledger", "calls.jsonl", f.option, path}
-			digest := digestOf(t, ws)
-			for _, input := range []string{"garbage", "an analyze request", "an input that never ends"} {
-				t.Run(input, func(t *testing.T) {
-					is := is.New(t)
-					beforeWS, beforeKeys := snapshotTree(t, ws), snapshotTree(t, keyDir)
-					var o outcome
-					switch input {
-					case "garbage":
-						o = call(t, ws, "\x00 not a request {", args...)
-					case "an analyze request":
-						o = call(t, ws, analyzeRequest("r1", digest), args...)
-					default:
-						o = answerWithoutInput(t, ws, args...)
-					}
-					is.Equal(o.code(), "INVALID_OPTIONS")
-					is.Equal(o.exit, 1)
-					is.Equal(o.resp["request_id"], nil) // decided before the request was read
-					is.Equal(o.resp["tool"], nil)
-					is.Equal(o.resp["status"], "error")
-					is.Equal(isRetryable(o), false)
-					is.True(strings.Contains(o.message(), f.option)) // the message names the option
-					for _, leak := range leaks {
-						if strings.Contains(o.raw, leak) {
-							t.Errorf("the response holds %q: %s", leak, o.raw)
-						}
-					}
-					sameTree(t, beforeWS, snapshotTree(t, ws))       // nothing written in the workspace, no ledger
-					sameTree(t, beforeKeys, snapshotTree(t, keyDir)) // nor beside the key
-				})
-			}
-		})
-	}
-}
-
-// TestAGoodKeyFileMayLieAnywhere: key files inside the workspace, given
-// relative to it, and through a symlink are read like any other.
-func TestAGoodKeyFileMayLieAnywhere(t *testing.T) {
-	is := is.New(t)
-	ws := fixture(t)
-	key := newTestKey(t, filepath.Join(ws, "keys"), "key")
-	link := filepath.Join(t.TempDir(), "link.pem")
-	mustSymlink(t, key.privPath, link)
-	digest := digestOf(t, ws)
-	for id, signingKey := range map[string]string{"s1": "keys/key.pem", "s2": link} {
-		o := call(t, ws, analyzeRequest(id, digest), "--workspace", ws, "--output-dir", "runs", "--signing-key", signingKey)
-		is.Equal(o.exit, 0) // signed with the key at that path
-		v := call(t, ws, verifyRequest("v1", id), "--workspace", ws, "--output-dir", "runs", "--trusted-key", "keys/key.pub.pem")
-		is.Equal(v.exit, 0) // and verified with its public key
-		is.Equal(v.result()["checks"], signedChecks())
-	}
 }
 
 // signedKeys are the keys of the signed damage matrix: the operator's
