@@ -15,6 +15,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/spf13/afero"
 
+	"github.com/metricproof/metricproof/adapters/keyfile"
 	"github.com/metricproof/metricproof/adapters/memfs"
 	"github.com/metricproof/metricproof/adapters/osfs"
 	"github.com/metricproof/metricproof/adapters/porttest"
@@ -62,7 +63,7 @@ func fileSystems() []bothFS {
 					return app.Ports{}, nil, ports.ErrMissing
 				}
 				return app.Ports{Sources: ws, Paths: ws, Evidence: ws, Ledger: ws, Cancel: ws.Marker(o.CancelFile),
-					Clock: porttest.FixedClock(fixedTime), Engine: engine()}, nil, nil
+					Clock: porttest.FixedClock(fixedTime), Engine: engine(), Keys: keyfile.Reader{}}, nil, nil
 			}
 		}},
 		{"osfs", func(t *testing.T, files map[string][]byte, engine func() ports.Engine) (string, afero.Fs, app.Wire) {
@@ -75,7 +76,7 @@ func fileSystems() []bothFS {
 					return app.Ports{}, nil, err
 				}
 				return app.Ports{Sources: ws, Paths: ws, Evidence: ws, Ledger: ws, Cancel: ws.Marker(o.CancelFile),
-					Clock: porttest.FixedClock(fixedTime), Engine: engine()}, ws, nil
+					Clock: porttest.FixedClock(fixedTime), Engine: engine(), Keys: keyfile.Reader{}}, ws, nil
 			}
 		}},
 	}

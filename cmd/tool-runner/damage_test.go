@@ -3,16 +3,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/matryer/is"
-
-	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // TestVerifyKnowsTheEngineByItsBytes is what of verify_result's damage
@@ -36,7 +32,7 @@ func TestVerifyKnowsTheEngineByItsBytes(t *testing.T) {
 		t.Run(c.name+" "+damageVerdict(c.code), func(t *testing.T) {
 			t.Parallel()
 			is := is.New(t)
-			r := damageCommitRun(t, eng)
+			r := damageCommitRun(t)
 			r.engine = c.engine(eng)
 			before := r.photograph()
 			o := r.verify()
@@ -62,7 +58,7 @@ func TestVerifyKnowsTheEngineByItsBytes(t *testing.T) {
 // twice, and leaves the tree as it found it.
 func TestVerifyAcceptsAnUndamagedRun(t *testing.T) {
 	is := is.New(t)
-	r := damageCommitRun(t, damageEngineSet{})
+	r := damageCommitRun(t)
 	before := r.photograph()
 	o := r.verify()
 	r.assertVerified(o)
@@ -72,12 +68,7 @@ func TestVerifyAcceptsAnUndamagedRun(t *testing.T) {
 	r.assertUnchanged(before)
 }
 
-// Phrases of verify_result's messages that tell checks 4 and 7 apart.
-const (
-	caughtByChecksums = "differ from checksums.json" // check 4, against the checksum map
-	caughtByRecompute = "a fresh computation"        // check 7
-)
-
+// damageVerdict names a row's expected answer.
 func damageVerdict(code string) string {
 	if code == "" {
 		return "still verifies"
@@ -114,20 +105,19 @@ func damageEngines(t *testing.T) damageEngineSet {
 // fresh fixture workspace, for one case to damage and verify.
 type damagedRun struct {
 	t       *testing.T
-	ws      string          // the workspace
-	outside string          // a scratch directory outside the workspace
-	runID   string          // the run verify_result is asked for
-	digest  string          // the source digest a successful verify reports
-	engines damageEngineSet // the prepared runner copies
-	engine  string          // the runner verify runs; "" is the installed one
+	ws      string // the workspace
+	outside string // a scratch directory outside the workspace
+	runID   string // the run verify_result is asked for
+	digest  string // the source digest a successful verify reports
+	engine  string // the runner verify runs; "" is the installed one
 }
 
-func damageCommitRun(t *testing.T, eng damageEngineSet) *damagedRun {
+func damageCommitRun(t *testing.T) *damagedRun {
 	t.Helper()
 	ws := fixture(t)
 	o := analyze(t, ws, "runs", "r1")
 	digest, _ := o.result()["source_digest"].(string)
-	return &damagedRun{t: t, ws: ws, outside: t.TempDir(), runID: "r1", digest: digest, engines: eng}
+	return &damagedRun{t: t, ws: ws, outside: t.TempDir(), runID: "r1", digest: digest}
 }
 
 // verify runs verify_result on the run with --output-dir runs.
@@ -159,157 +149,7 @@ func (r *damagedRun) assertVerified(o outcome) {
 	is.Equal(len(res["checks"].([]any)), 7) // every check ran
 }
 
-// Damage tools. rel is workspace-relative with forward slashes.
-
-func (r *damagedRun) path(rel string) string { return filepath.Join(r.ws, filepath.FromSlash(rel)) }
-
-// abs is rel inside the workspace, or p itself when already absolute.
-func (r *damagedRun) abs(p string) string {
-	if filepath.IsAbs(p) {
-		return p
-	}
-	return r.path(p)
-}
-
-func (r *damagedRun) read(rel string) []byte {
-	r.t.Helper()
-	b, err := os.ReadFile(r.path(rel))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return b
-}
-
-// write replaces the bytes at rel (creating it, and its parents, if need be).
-func (r *damagedRun) write(rel string, data []byte) {
-	r.t.Helper()
-	p := r.path(rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		r.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-func (r *damagedRun) remove(rel string) {
-	r.t.Helper()
-	if err := os.RemoveAll(r.path(rel)); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-func (r *damagedRun) mkdir(rel string) {
-	r.t.Helper()
-	if err := os.MkdirAll(r.path(rel), 0o755); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-// copy copies the file or directory tree at rel to dst (workspace-relative
-// or absolute).
-func (r *damagedRun) copy(rel, dst string) {
-	r.t.Helper()
-	src, to := r.path(rel), r.abs(dst)
-	fi, err := os.Stat(src)
-	if err == nil {
-		err = os.MkdirAll(filepath.Dir(to), 0o755)
-	}
-	if err == nil {
-		if fi.IsDir() {
-			err = os.CopyFS(to, os.DirFS(src))
-		} else {
-			var b []byte
-			if b, err = os.ReadFile(src); err == nil {
-				err = os.WriteFile(to, b, 0o644)
-			}
-		}
-	}
-	if err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-// symlink replaces whatever is at rel with a symlink to target.
-func (r *damagedRun) symlink(target, rel string) {
-	r.t.Helper()
-	r.remove(rel)
-	if err := os.Symlink(target, r.path(rel)); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-// replaceOnce replaces the one occurrence of old in rel with new.
-func (r *damagedRun) replaceOnce(rel, old, new string) {
-	r.t.Helper()
-	b := string(r.read(rel))
-	if n := strings.Count(b, old); n != 1 {
-		r.t.Fatalf("%s holds %q %d times, want once", rel, old, n)
-	}
-	r.write(rel, []byte(strings.Replace(b, old, new, 1)))
-}
-
-// flipHex changes one hex digit of the digest value, which must occur once
-// in rel, to another lowercase hex digit: the JSON keeps its shape.
-func (r *damagedRun) flipHex(rel, value string) {
-	r.t.Helper()
-	r.replaceOnce(rel, value, damageFlipped(value))
-}
-
-// flipped is the digest h with its last hex digit changed.
-func damageFlipped(h string) string {
-	last := byte('0')
-	if h[len(h)-1] == '0' {
-		last = '1'
-	}
-	return h[:len(h)-1] + string(last)
-}
-
-// padded is b followed by pad bytes (spaces unless given) up to size bytes.
-func damagePadded(b []byte, size int, pad ...byte) []byte {
-	p := byte(' ')
-	if len(pad) > 0 {
-		p = pad[0]
-	}
-	return append(b, bytes.Repeat([]byte{p}, size-len(b))...)
-}
-
-// receipt is receipt.json decoded.
-func (r *damagedRun) receipt() map[string]any {
-	r.t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.read("runs/r1/receipt.json"), &m); err != nil {
-		r.t.Fatal(err)
-	}
-	return m
-}
-
-// editReceipt rewrites receipt.json through edit, two-space indented with
-// sorted keys (the order is free; its bytes are bound only by
-// checksums.json, which the forgeries recompute).
-func (r *damagedRun) editReceipt(edit func(map[string]any)) {
-	r.t.Helper()
-	m := r.receipt()
-	edit(m)
-	r.write("runs/r1/receipt.json", damageIndented(m))
-}
-
-// bindResult sets the receipt's result_sha256 to the current result bytes.
-func (r *damagedRun) bindResult() {
-	r.t.Helper()
-	sum := testutil.SHA256Hex(r.read("runs/r1/result.json"))
-	r.editReceipt(func(m map[string]any) { m["result_sha256"] = sum })
-}
-
-// reseal rewrites checksums.json for the current receipt and result bytes.
-func (r *damagedRun) reseal() {
-	r.t.Helper()
-	r.write("runs/r1/checksums.json", damageIndented(map[string]string{
-		"receipt.json": testutil.SHA256Hex(r.read("runs/r1/receipt.json")),
-		"result.json":  testutil.SHA256Hex(r.read("runs/r1/result.json")),
-	}))
-}
-
+// damageIndented is v as two-space indented JSON and a newline.
 func damageIndented(v any) []byte {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
