@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,6 +43,7 @@ import (
 //	snapshot DIR NAME        record every entry under DIR (mode, time,
 //	                         bytes, link) as NAME
 //	unchanged DIR NAME       fail unless DIR is exactly as NAME recorded it
+//	entries DIR [NAME...]    fail unless DIR holds exactly these entries
 //	keygen KIND DIR NAME     write a new key pair of KIND (ed25519, rsa or
 //	                         ec): DIR/NAME.pem (PKCS#8 PEM, 0600) and
 //	                         DIR/NAME.pub.pem (SPKI PEM, 0644)
@@ -73,6 +75,7 @@ func scriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []st
 		"replace":   cmdReplace,
 		"snapshot":  cmdSnapshot,
 		"unchanged": cmdUnchanged,
+		"entries":   cmdEntries,
 		"keygen":    cmdKeygen,
 		"unpem":     cmdUnpem,
 		"pem":       cmdPem,
@@ -194,11 +197,16 @@ func lookup(ts *testscript.TestScript, doc any, path string) any {
 	return v
 }
 
-// jsonOf is want as compact JSON: itself when it is JSON, else a string.
+// jsonOf is want as compact JSON, an object's keys sorted as the
+// answer's are compared: itself when it is JSON, else a string.
 func jsonOf(ts *testscript.TestScript, want string) string {
-	var compact bytes.Buffer
-	if json.Compact(&compact, []byte(want)) == nil {
-		return compact.String()
+	dec := json.NewDecoder(strings.NewReader(want))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) == nil && !dec.More() {
+		b, err := json.Marshal(v)
+		ts.Check(err)
+		return string(b)
 	}
 	b, err := json.Marshal(want)
 	ts.Check(err)
@@ -250,6 +258,24 @@ func cmdUnchanged(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	if changes := treeChanges(before, after); len(changes) > 0 {
 		ts.Fatalf("%s is not as %s recorded it:\n%s", args[0], args[1], strings.Join(changes, "\n"))
+	}
+}
+
+// cmdEntries is "entries DIR [NAME...]".
+func cmdEntries(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "entries")
+	if len(args) == 0 {
+		ts.Fatalf("usage: entries DIR [NAME...]")
+	}
+	des, err := os.ReadDir(ts.MkAbs(args[0]))
+	ts.Check(err)
+	var got []string
+	for _, de := range des {
+		got = append(got, de.Name())
+	}
+	want := slices.Sorted(slices.Values(args[1:]))
+	if !slices.Equal(got, want) {
+		ts.Fatalf("%s holds %q, want %q", args[0], got, want)
 	}
 }
 
