@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -27,6 +28,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // The commands the scripts of testdata/script add to testscript's own.
@@ -44,6 +47,21 @@ import (
 //	                         bytes, link) as NAME
 //	unchanged DIR NAME       fail unless DIR is exactly as NAME recorded it
 //	entries DIR [NAME...]    fail unless DIR holds exactly these entries
+//	chop FILE N              cut the last N bytes off FILE
+//	keeplines FILE N         cut FILE back to its first N lines, as
+//	                         docs/ledger.md's repair does
+//	recorded LEDGER N [INPUT]
+//	                         fail unless LEDGER holds exactly N records,
+//	                         chained by this test's own hashes (seq 1...,
+//	                         prev the SHA256 of the line before), the last
+//	                         recording the last command's answer on
+//	                         stdout (see cmdRecorded); INPUT is the file
+//	                         its standard input was, none when it was not
+//	                         all read
+//	verified LEDGER N        fail unless stdout is exactly the ledger
+//	                         command's {"ledger":"verified","records":N,
+//	                         "head":H}, H the SHA256 of LEDGER's last line
+//	                         (64 zeros for an empty ledger)
 //	keygen KIND DIR NAME     write a new key pair of KIND (ed25519, rsa or
 //	                         ec): DIR/NAME.pem (PKCS#8 PEM, 0600) and
 //	                         DIR/NAME.pub.pem (SPKI PEM, 0644)
@@ -76,6 +94,10 @@ func scriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []st
 		"snapshot":  cmdSnapshot,
 		"unchanged": cmdUnchanged,
 		"entries":   cmdEntries,
+		"chop":      cmdChop,
+		"keeplines": cmdKeeplines,
+		"recorded":  cmdRecorded,
+		"verified":  cmdVerified,
 		"keygen":    cmdKeygen,
 		"unpem":     cmdUnpem,
 		"pem":       cmdPem,
@@ -277,6 +299,160 @@ func cmdEntries(ts *testscript.TestScript, neg bool, args []string) {
 	if !slices.Equal(got, want) {
 		ts.Fatalf("%s holds %q, want %q", args[0], got, want)
 	}
+}
+
+// cmdChop is "chop FILE N".
+func cmdChop(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "chop")
+	n, err := strconv.Atoi(argAt(args, 1))
+	if len(args) != 2 || err != nil || n < 0 {
+		ts.Fatalf("usage: chop FILE N")
+	}
+	data := ts.ReadFile(args[0])
+	if n > len(data) {
+		ts.Fatalf("%s holds fewer than %d bytes", args[0], n)
+	}
+	ts.Check(os.Truncate(ts.MkAbs(args[0]), int64(len(data)-n)))
+}
+
+// cmdKeeplines is "keeplines FILE N".
+func cmdKeeplines(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "keeplines")
+	n, err := strconv.Atoi(argAt(args, 1))
+	if len(args) != 2 || err != nil || n < 0 {
+		ts.Fatalf("usage: keeplines FILE N")
+	}
+	lines := splitLines(ts.ReadFile(args[0]))
+	if n > len(lines) {
+		ts.Fatalf("%s holds fewer than %d lines", args[0], n)
+	}
+	ts.Check(os.Truncate(ts.MkAbs(args[0]), int64(len(strings.Join(lines[:n], "")))))
+}
+
+// argAt is args[i], or "" when there is none.
+func argAt(args []string, i int) string {
+	if i < len(args) {
+		return args[i]
+	}
+	return ""
+}
+
+// cmdRecorded is "recorded LEDGER N [INPUT]". Each line must be one line
+// of compact JSON with exactly a record's keys in their order (protocol
+// §11). The last record must carry a canonical RFC 3339 UTC time,
+// transport stdio, the request_id, tool and status of the answer, its
+// error code (null on success), the SHA256 of the answer's line without
+// its newline, of INPUT's bytes (null without INPUT), and of the
+// tool-runner on PATH.
+func cmdRecorded(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "recorded")
+	n, err := strconv.Atoi(argAt(args, 1))
+	if len(args) < 2 || len(args) > 3 || err != nil || n < 1 {
+		ts.Fatalf("usage: recorded LEDGER N [INPUT]")
+	}
+	lines := splitLines(ts.ReadFile(args[0]))
+	if len(lines) != n {
+		ts.Fatalf("%s holds %d lines, want %d", args[0], len(lines), n)
+	}
+	prev := zeros
+	var last map[string]any
+	for i, line := range lines {
+		body, ok := strings.CutSuffix(line, "\n")
+		keys, values, err := objectKeys(body)
+		var compact bytes.Buffer
+		switch {
+		case !ok:
+			ts.Fatalf("line %d of %s does not end in a newline", i+1, args[0])
+		case err != nil:
+			ts.Fatalf("line %d of %s is not a JSON object: %v", i+1, args[0], err)
+		case !slices.Equal(keys, recordKeys()):
+			ts.Fatalf("line %d of %s has keys %v, want %v", i+1, args[0], keys, recordKeys())
+		case json.Compact(&compact, []byte(body)) != nil || compact.String() != body:
+			ts.Fatalf("line %d of %s is not compact JSON", i+1, args[0])
+		case values["seq"] != json.Number(strconv.Itoa(i+1)):
+			ts.Fatalf("line %d of %s carries seq %v", i+1, args[0], values["seq"])
+		case values["prev"] != prev:
+			ts.Fatalf("line %d of %s: prev %v, the line before hashes to %s", i+1, args[0], values["prev"], prev)
+		}
+		prev, last = testutil.SHA256Hex([]byte(line)), values
+	}
+	answerLine, _ := strings.CutSuffix(ts.ReadFile("stdout"), "\n")
+	var resp map[string]any
+	ts.Check(json.Unmarshal([]byte(answerLine), &resp))
+	var code any
+	if e, ok := resp["error"].(map[string]any); ok {
+		code = e["code"]
+	}
+	var input any
+	if len(args) == 3 {
+		input = testutil.SHA256Hex([]byte(ts.ReadFile(args[2])))
+	}
+	runner, err := exec.LookPath("tool-runner")
+	ts.Check(err)
+	engine, err := os.ReadFile(runner)
+	ts.Check(err)
+	tm, _ := last["time"].(string)
+	if parsed, err := time.Parse(time.RFC3339Nano, tm); err != nil || !strings.HasSuffix(tm, "Z") || parsed.UTC().Format(time.RFC3339Nano) != tm {
+		ts.Fatalf("the last record's time %q is not a canonical RFC 3339 UTC time", tm)
+	}
+	for _, f := range []struct {
+		key  string
+		want any
+	}{
+		{"transport", "stdio"},
+		{"request_id", resp["request_id"]},
+		{"tool", resp["tool"]},
+		{"status", resp["status"]},
+		{"code", code},
+		{"response_sha256", testutil.SHA256Hex([]byte(answerLine))},
+		{"input_sha256", input},
+		{"engine_sha256", testutil.SHA256Hex(engine)},
+	} {
+		if last[f.key] != f.want {
+			ts.Fatalf("the last record's %s is %v, want %v", f.key, last[f.key], f.want)
+		}
+	}
+}
+
+// cmdVerified is "verified LEDGER N".
+func cmdVerified(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "verified")
+	n, err := strconv.Atoi(argAt(args, 1))
+	if len(args) != 2 || err != nil || n < 0 {
+		ts.Fatalf("usage: verified LEDGER N")
+	}
+	head := zeros
+	if lines := splitLines(ts.ReadFile(args[0])); len(lines) > 0 {
+		head = testutil.SHA256Hex([]byte(lines[len(lines)-1]))
+	}
+	want := fmt.Sprintf(`{"ledger":"verified","records":%d,"head":"%s"}`+"\n", n, head)
+	if got := ts.ReadFile("stdout"); got != want {
+		ts.Fatalf("stdout is %q, want %q", got, want)
+	}
+}
+
+// objectKeys decodes one JSON object, numbers as json.Number, and its keys
+// in their order.
+func objectKeys(text string) (keys []string, values map[string]any, err error) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, fmt.Errorf("not an object")
+	}
+	values = map[string]any{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, err
+		}
+		keys = append(keys, tok.(string))
+		values[tok.(string)] = v
+	}
+	return keys, values, nil
 }
 
 // cmdKeygen is "keygen KIND DIR NAME"; DIR is made (0700) if missing.
