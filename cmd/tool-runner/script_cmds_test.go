@@ -33,8 +33,9 @@ import (
 )
 
 // The commands the scripts of testdata/script add to testscript's own.
-// Each checks one thing every story needs and fails the script with a
-// sentence saying what it saw:
+// Each does one thing the stories need (a check, or a file laid out as a
+// fault needs it) and fails the script with a sentence saying what it
+// saw:
 //
 //	exits N PROG [ARGS...]   run PROG as exec does (standard input from
 //	                         stdin) and fail unless it exits with status N;
