@@ -3,9 +3,10 @@
 package main
 
 // Real-process tests of the call ledger (protocol §11): one record per call,
-// its place under the write boundary, the chain under concurrent
-// processes, every kind of tampering, kills, and the "tool-runner ledger"
-// command. The chain is always checked with the test's own SHA256 of each
+// the chain under concurrent processes, every kind of tampering, kills and
+// signals. Its place under the write boundary, a torn last line and its
+// repair, and the "tool-runner ledger" command on any file are
+// testdata/script's ledger_place, ledger_repair and ledger_any_file. The chain is always checked with the test's own SHA256 of each
 // line, never with the program's code.
 //
 // The same chain under 8 concurrent calls inside one MCP server is
@@ -384,198 +385,6 @@ func TestAnswersTheLedgerCannotHoldLeaveEverythingUnchanged(t *testing.T) {
 	}
 }
 
-// The ledger's place (protocol §11 and the write boundary of §6): inside the
-// workspace after symlinks, clear of data, contracts, .git and the source
-// folders, not the output directory nor below it, not inside a run, not
-// the writer's lock file, in a directory that exists, and a regular file
-// if it exists. Each refusal comes before standard input is read and
-// writes nothing, inside the workspace or outside it.
-func TestTheLedgerMustLieWithinItsBoundary(t *testing.T) {
-	tests := []ledgerPlace{
-		{"above the workspace", fixedLedger("../ledger.jsonl"), "PATH_BOUNDARY"},
-		{"an absolute path outside", func(_ *testing.T, _, outside string) (string, string) {
-			return filepath.Join(outside, "ledger.jsonl"), "runs"
-		}, "PATH_BOUNDARY"},
-		{"through a symlink leading outside", func(t *testing.T, ws, outside string) (string, string) {
-			mustSymlink(t, outside, filepath.Join(ws, "away"))
-			return "away/ledger.jsonl", "runs"
-		}, "PATH_BOUNDARY"},
-		{"a symlink to a file outside", func(t *testing.T, ws, outside string) (string, string) {
-			writeFile(t, filepath.Join(outside, "ledger.jsonl"), nil)
-			mustSymlink(t, filepath.Join(outside, "ledger.jsonl"), filepath.Join(ws, "ledger.jsonl"))
-			return "ledger.jsonl", "runs"
-		}, "PATH_BOUNDARY"},
-		{"inside data", fixedLedger("data/ledger.jsonl"), "PATH_BOUNDARY"},
-		{"inside contracts", fixedLedger("contracts/ledger.jsonl"), "PATH_BOUNDARY"},
-		{"inside .git", func(t *testing.T, ws, _ string) (string, string) {
-			mustMkdir(t, filepath.Join(ws, ".git"))
-			return ".git/ledger.jsonl", "runs"
-		}, "PATH_BOUNDARY"},
-		{"inside cmd", fixedLedger("cmd/ledger.jsonl"), "PATH_BOUNDARY"},
-		{"inside src", fixedLedger("src/ledger.jsonl"), "PATH_BOUNDARY"},
-		{"data itself", fixedLedger("data"), "PATH_BOUNDARY"},
-		{"through a symlink into data", func(t *testing.T, ws, _ string) (string, string) {
-			mustSymlink(t, "data", filepath.Join(ws, "logs"))
-			return "logs/ledger.jsonl", "runs"
-		}, "PATH_BOUNDARY"},
-		{"the workspace itself", fixedLedger("."), "PATH_BOUNDARY"},
-		{"the output directory itself", fixedLedger("runs"), "PATH_BOUNDARY"},
-		{"below the output directory", func(t *testing.T, ws, _ string) (string, string) {
-			mustMkdir(t, filepath.Join(ws, "runs", "audit"))
-			return "runs/audit/ledger.jsonl", "runs"
-		}, "PATH_BOUNDARY"},
-		{"below the output directory given through a symlink", func(t *testing.T, ws, _ string) (string, string) {
-			mustMkdir(t, filepath.Join(ws, "runs", "audit"))
-			mustSymlink(t, "runs", filepath.Join(ws, "out"))
-			return "runs/audit/ledger.jsonl", "out"
-		}, "PATH_BOUNDARY"},
-		{"inside a run", func(t *testing.T, ws, _ string) (string, string) {
-			return "runs/r0/ledger.jsonl", "other"
-		}, "PATH_BOUNDARY"},
-		{"the output directory's lock file", func(t *testing.T, ws, _ string) (string, string) {
-			return "runs/.writer.lock", "runs"
-		}, "PATH_BOUNDARY"},
-		{"the output directory's lock file, the directory not made yet", func(t *testing.T, ws, _ string) (string, string) {
-			return "new-runs/.writer.lock", "new-runs"
-		}, "PATH_BOUNDARY"},
-		{"another directory's writer lock file", func(t *testing.T, ws, _ string) (string, string) {
-			return "runs/.writer.lock", "other"
-		}, "PATH_BOUNDARY"},
-		{"in a directory that does not exist", fixedLedger("audit/ledger.jsonl"), "INVALID_OUTPUT"},
-		{"under a regular file", func(t *testing.T, ws, _ string) (string, string) {
-			writeFile(t, filepath.Join(ws, "report.txt"), []byte("a file\n"))
-			return "report.txt/ledger.jsonl", "runs"
-		}, "INVALID_OUTPUT"},
-		{"a directory", func(t *testing.T, ws, _ string) (string, string) {
-			mustMkdir(t, filepath.Join(ws, "audit"))
-			return "audit", "runs"
-		}, "INVALID_OUTPUT"},
-		{"a FIFO", func(t *testing.T, ws, _ string) (string, string) {
-			is.New(t).NoErr(unix.Mkfifo(filepath.Join(ws, "ledger.jsonl"), 0o644))
-			return "ledger.jsonl", "runs"
-		}, "INVALID_OUTPUT"},
-		{"a symlink to a directory", func(t *testing.T, ws, _ string) (string, string) {
-			mustMkdir(t, filepath.Join(ws, "audit"))
-			mustSymlink(t, "audit", filepath.Join(ws, "ledger.jsonl"))
-			return "ledger.jsonl", "runs"
-		}, "INVALID_OUTPUT"},
-		{"a dangling symlink into a missing directory", func(t *testing.T, ws, _ string) (string, string) {
-			mustSymlink(t, "nowhere/ledger.jsonl", filepath.Join(ws, "ledger.jsonl"))
-			return "ledger.jsonl", "runs"
-		}, "INVALID_OUTPUT"},
-	}
-	// A run file's name directly in the output directory (issue 15's
-	// third repro: the first call created the ledger, and from then on its
-	// directory looked like a run's, so every call was refused), whether
-	// the output directory exists yet or not.
-	for _, name := range []string{"result.json", "receipt.json", "checksums.json", "attestation.json"} {
-		tests = append(tests,
-			ledgerPlace{"named " + name + " in the output directory", fixedLedger("runs/" + name), "PATH_BOUNDARY"},
-			ledgerPlace{"named " + name + " in an output directory not made yet", func(*testing.T, string, string) (string, string) {
-				return "runsR/" + name, "runsR"
-			}, "PATH_BOUNDARY"})
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			is := is.New(t)
-			ws := fixture(t)
-			outside := t.TempDir()
-			analyze(t, ws, "runs", "r0")
-			ledger, out := tt.setup(t, ws, outside)
-			beforeWS, beforeOutside := snapshotTree(t, ws), snapshotTree(t, outside)
-
-			o := answerWithoutInput(t, ws, "--workspace", ws, "--output-dir", out, "--ledger", ledger)
-			is.Equal(o.code(), tt.code)
-			is.Equal(o.exit, 1)
-			is.Equal(o.resp["request_id"], nil) // decided before standard input
-			is.True(!strings.Contains(o.message(), ws))
-			sameTree(t, beforeWS, snapshotTree(t, ws))
-			sameTree(t, beforeOutside, snapshotTree(t, outside))
-		})
-	}
-}
-
-// ledgerPlace is a place the ledger may not take, and the code of the
-// refusal.
-type ledgerPlace struct {
-	name  string
-	setup func(t *testing.T, ws, outside string) (ledger, out string)
-	code  string
-}
-
-// fixedLedger is a ledger-place case that needs no setup, with --output-dir
-// runs.
-func fixedLedger(ledger string) func(*testing.T, string, string) (string, string) {
-	return func(*testing.T, string, string) (string, string) { return ledger, "runs" }
-}
-
-// Places a ledger may take: beside the output directory, in it, in its
-// parent, anywhere inside the workspace without one, given absolute or
-// through symlinks that stay inside. The record lands in the file the path
-// resolves to, and the output directory's runs still verify.
-func TestTheLedgerMayLieAnywhereElseInTheWorkspace(t *testing.T) {
-	tests := []struct {
-		name  string
-		setup func(t *testing.T, ws string) (args []string, file string) // file: where the records land
-	}{
-		{"at the top", func(*testing.T, string) ([]string, string) {
-			return []string{"--output-dir", "runs", "--ledger", "ledger.jsonl"}, "ledger.jsonl"
-		}},
-		{"in the output directory itself", func(t *testing.T, ws string) ([]string, string) {
-			mustMkdir(t, filepath.Join(ws, "runs"))
-			return []string{"--output-dir", "runs", "--ledger", "runs/ledger.jsonl"}, "runs/ledger.jsonl"
-		}},
-		{"in the output directory's parent", func(t *testing.T, ws string) ([]string, string) {
-			mustMkdir(t, filepath.Join(ws, "runs"))
-			return []string{"--output-dir", "runs/demo", "--ledger", "runs/ledger.jsonl"}, "runs/ledger.jsonl"
-		}},
-		{"in a folder of its own", func(t *testing.T, ws string) ([]string, string) {
-			mustMkdir(t, filepath.Join(ws, "audit"))
-			return []string{"--output-dir", "runs", "--ledger", "audit/calls.jsonl"}, "audit/calls.jsonl"
-		}},
-		{"as an absolute path", func(_ *testing.T, ws string) ([]string, string) {
-			return []string{"--output-dir", "runs", "--ledger", filepath.Join(ws, "ledger.jsonl")}, "ledger.jsonl"
-		}},
-		{"through a symlinked folder", func(t *testing.T, ws string) ([]string, string) {
-			mustMkdir(t, filepath.Join(ws, "audit"))
-			mustSymlink(t, "audit", filepath.Join(ws, "logs"))
-			return []string{"--output-dir", "runs", "--ledger", "logs/calls.jsonl"}, "audit/calls.jsonl"
-		}},
-		{"as a symlink to a file", func(t *testing.T, ws string) ([]string, string) {
-			writeFile(t, filepath.Join(ws, "audit", "calls.jsonl"), nil)
-			mustSymlink(t, "audit/calls.jsonl", filepath.Join(ws, "ledger.jsonl"))
-			return []string{"--output-dir", "runs", "--ledger", "ledger.jsonl"}, "audit/calls.jsonl"
-		}},
-		{"without an output directory", func(*testing.T, string) ([]string, string) {
-			return []string{"--ledger", "ledger.jsonl"}, "ledger.jsonl"
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			is := is.New(t)
-			ws := fixture(t)
-			digest := digestOf(t, ws)
-			extra, file := tt.setup(t, ws)
-			args := append([]string{"--workspace", ws}, extra...)
-			req := analyzeRequest("r1", digest)
-			if !slices.Contains(extra, "--output-dir") {
-				req = inspectRequest("i1")
-			}
-			o := call(t, ws, req, args...)
-			is.Equal(o.exit, 0)
-			lines := ledgerLines(t, filepath.Join(ws, file))
-			is.Equal(len(lines), 1) // the record is where the path leads
-			recs, _ := checkChain(t, lines)
-			checkRecordOf(t, recs[0], o, &req)
-			if slices.Contains(extra, "--output-dir") {
-				v := call(t, ws, verifyRequest("v1", "r1"), args...)
-				is.Equal(v.exit, 0) // a ledger beside the runs is not taken for one
-				is.Equal(len(ledgerLines(t, filepath.Join(ws, file))), 2)
-			}
-		})
-	}
-}
-
 // Eight processes started together, each with one call (inspections and
 // analyzes of distinct runs), append to one ledger: eight records, seq
 // 1..8 without a gap, each prev the test's own SHA256 of the line before,
@@ -827,49 +636,6 @@ func TestLedgerNamesEachTamperingAtItsLine(t *testing.T) {
 	}
 }
 
-// A torn last line (no trailing newline: only a crash of the machine
-// leaves one) stops every call with LEDGER_TAMPERED until the operator
-// repairs it as README says: look at the last line, save a copy, cut the
-// file back to its last newline. Then calls go on, and the ledger
-// verifies.
-func TestATornLastLineIsRefusedUntilRepairedAsReadmeSays(t *testing.T) {
-	is := is.New(t)
-	ws := fixture(t)
-	ledger := filepath.Join(ws, "ledger.jsonl")
-	args := []string{"--workspace", ws, "--ledger", "ledger.jsonl"}
-	for i := range 3 {
-		call(t, ws, inspectRequest(fmt.Sprintf("i%d", i)), args...)
-	}
-	good := ledgerLines(t, ledger)
-	torn := good[2][:len(good[2])-7]
-	writeFile(t, ledger, []byte(good[0]+good[1]+torn))
-
-	o := call(t, ws, inspectRequest("i3"), args...)
-	is.Equal(o.code(), "LEDGER_TAMPERED")
-	is.True(strings.Contains(o.message(), "README"))
-	v, _ := ledgerCommand(t, ws, "--workspace", ws, "--ledger", "ledger.jsonl")
-	is.Equal(v["line"], json.Number("3"))
-	is.True(strings.Contains(v["message"].(string), "README"))
-
-	// The repair of README: the ledger command names line K, the last;
-	// keep a copy; truncate to the bytes of lines 1..K-1
-	// (head -n K-1 | wc -c).
-	k, err := v["line"].(json.Number).Int64()
-	is.NoErr(err)
-	data, err := os.ReadFile(ledger)
-	is.NoErr(err)
-	writeFile(t, ledger+".damaged", data)
-	is.NoErr(os.Truncate(ledger, int64(len(strings.Join(splitLines(string(data))[:k-1], "")))))
-
-	o = call(t, ws, inspectRequest("i3"), args...)
-	is.Equal(o.exit, 0)
-	records, head := verifiedLedger(t, ws, "ledger.jsonl")
-	is.Equal(records, int64(3)) // two whole records, and the new one
-	lines := ledgerLines(t, ledger)
-	is.Equal(head, testutil.SHA256Hex([]byte(lines[2])))
-	is.Equal(lines[:2], good[:2])
-}
-
 // SIGKILL at any moment of an analyze of the maximum inputs (its reads,
 // its writes, its commit, the append of its record) never leaves a ledger
 // the next call cannot build on: one small write to an O_APPEND file lands
@@ -1074,44 +840,6 @@ func TestMCPRefusesALedgerNamedLikeARunFileAtStart(t *testing.T) {
 			is.True(strings.HasPrefix(stderr.String(), "PATH_BOUNDARY: "))
 			is.True(!strings.Contains(stderr.String(), ws))
 			sameTree(t, before, snapshotTree(t, ws)) // nothing written
-		})
-	}
-}
-
-// "tool-runner ledger" checks any file (protocol §11): one an earlier version
-// made under a run file's name in the output directory (whose directory
-// then looks like a run's because of the ledger itself), a file named
-// .writer.lock, a ledger inside a run directory. It changes nothing, not
-// even a mode that a tool call would set to 0600.
-func TestTheLedgerCommandChecksAnyFile(t *testing.T) {
-	ws := fixture(t)
-	args := []string{"--workspace", ws, "--output-dir", "runs", "--ledger", "ledger.jsonl"}
-	for i := range 3 {
-		call(t, ws, inspectRequest(fmt.Sprintf("i%d", i)), args...)
-	}
-	good, err := os.ReadFile(filepath.Join(ws, "ledger.jsonl"))
-	is.New(t).NoErr(err)
-	analyze(t, ws, "runs", "r0")
-	for _, rel := range []string{"runsR/result.json", "runsR/receipt.json", "runsR/checksums.json", "runsR/attestation.json", "runs/.writer.lock", "runs/r0/result.json", "runs/r0/ledger.jsonl"} {
-		t.Run(rel, func(t *testing.T) {
-			is := is.New(t)
-			target := filepath.Join(ws, rel)
-			if rel != "runs/r0/result.json" {
-				writeFile(t, target, good)
-				t.Cleanup(func() { _ = os.Remove(target) })
-			}
-			is.NoErr(os.Chmod(target, 0o644))
-			before := snapshotTree(t, ws)
-			v, exit := ledgerCommand(t, ws, "--workspace", ws, "--ledger", rel)
-			if rel == "runs/r0/result.json" {
-				is.Equal(exit, 1) // a run's result is checked, and is no ledger
-				is.Equal(v["ledger"], "tampered")
-				is.Equal(v["line"], json.Number("1"))
-			} else {
-				is.Equal(exit, 0)
-				is.Equal(v["records"], json.Number("3"))
-			}
-			sameTree(t, before, snapshotTree(t, ws)) // nothing written, no mode changed
 		})
 	}
 }

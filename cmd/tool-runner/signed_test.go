@@ -11,14 +11,11 @@ package main
 
 import (
 	"bytes"
-	"crypto/ecdsa"
+	"crypto"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -29,7 +26,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/matryer/is"
@@ -81,28 +77,31 @@ func newTestKey(t *testing.T, dir, name string) testKey {
 }
 
 // writeKeyPair makes an Ed25519 key pair with crypto/ed25519 and writes
-// dir/name.pem (PKCS#8 PEM, mode 0600) and dir/name.pub.pem (SPKI PEM,
-// mode 0644), making dir (0700) if it is missing.
+// it as writeKeyFiles does.
 func writeKeyPair(dir, name string) (ed25519.PrivateKey, error) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, err
 	}
+	return priv, writeKeyFiles(dir, name, priv)
+}
+
+// writeKeyFiles writes priv as dir/name.pem (PKCS#8 PEM, mode 0600) and
+// its public key as dir/name.pub.pem (SPKI PEM, mode 0644), making dir
+// (0700) if it is missing.
+func writeKeyFiles(dir, name string, priv crypto.Signer) error {
 	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	pubDER, err := x509.MarshalPKIXPublicKey(priv.Public())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := writeModeFile(filepath.Join(dir, name+".pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}), 0o600); err != nil {
-		return nil, err
+		return err
 	}
-	if err := writeModeFile(filepath.Join(dir, name+".pub.pem"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
-		return nil, err
-	}
-	return priv, nil
+	return writeModeFile(filepath.Join(dir, name+".pub.pem"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644)
 }
 
 // keyOf fills a testKey's fields from its private key, no files.
@@ -114,14 +113,6 @@ func keyOf(t *testing.T, priv ed25519.PrivateKey) testKey {
 		t.Fatal(err)
 	}
 	return testKey{priv: priv, pub: pub, der: der, id: testutil.SHA256Hex(der)}
-}
-
-// writeKeyFile writes data at path with exactly mode, whatever the umask.
-func writeKeyFile(t *testing.T, path string, data []byte, mode os.FileMode) {
-	t.Helper()
-	if err := writeModeFile(path, data, mode); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // writeModeFile writes data at path with exactly mode, whatever the
@@ -431,732 +422,6 @@ func TestAnUnsignedRunIsWhatItWasBeforeSigning(t *testing.T) {
 	is.Equal(v.message(), "run u1 holds an entry analyze never writes; a run is exactly result.json, receipt.json and checksums.json")
 }
 
-// TestBothKeyOptionsServeOneCall: one set of options may carry both keys:
-// analyze signs and verify checks against the trusted key, and a signed
-// run's result.json is byte for byte an unsigned run's.
-func TestBothKeyOptionsServeOneCall(t *testing.T) {
-	is := is.New(t)
-	ws := fixture(t)
-	key := newTestKey(t, t.TempDir(), "key")
-	args := []string{"--workspace", ws, "--output-dir", "runs", "--signing-key", key.privPath, "--trusted-key", key.pubPath}
-	o := call(t, ws, analyzeRequest("s1", digestOf(t, ws)), args...)
-	is.Equal(o.exit, 0)
-	v := call(t, ws, verifyRequest("v1", "s1"), args...)
-	is.Equal(v.exit, 0)
-	is.Equal(v.result()["checks"], signedChecks())
-	analyze(t, ws, "runs", "u1")
-	is.True(bytes.Equal(runFiles(t, ws, "runs", "s1")["result.json"], runFiles(t, ws, "runs", "u1")["result.json"])) // signing leaves the result alone
-}
-
-// keyFault is a bad key file given to one option.
-type keyFault struct {
-	name   string
-	option string // --signing-key or --trusted-key
-	// file makes the key file under dir and returns the path to give.
-	file func(t *testing.T, dir string) string
-}
-
-// keyFaults lists every key fault of protocol §10, for each option it applies
-// to. good is a valid pair whose files the faults derive from.
-func keyFaults(t *testing.T, good testKey) []keyFault {
-	t.Helper()
-	read := func(path string) []byte {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
-	privPEM, pubPEM := read(good.privPath), read(good.pubPath)
-	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pemOf := func(typ string, der []byte, err error) []byte {
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(rsaKey)
-	rsaPriv := pemOf("PRIVATE KEY", der, err)
-	der, err = x509.MarshalPKIXPublicKey(&rsaKey.PublicKey)
-	rsaPub := pemOf("PUBLIC KEY", der, err)
-	der, err = x509.MarshalPKCS8PrivateKey(ecKey)
-	ecPriv := pemOf("PRIVATE KEY", der, err)
-	der, err = x509.MarshalPKIXPublicKey(&ecKey.PublicKey)
-	ecPub := pemOf("PUBLIC KEY", der, err)
-	block, _ := pem.Decode(privPEM)
-	withHeader := pem.EncodeToMemory(&pem.Block{Type: block.Type, Headers: map[string]string{"Comment": "the operator's key"}, Bytes: block.Bytes})
-
-	file := func(data []byte, mode os.FileMode) func(*testing.T, string) string {
-		return func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "operator-secret.pem")
-			writeKeyFile(t, p, data, mode)
-			return p
-		}
-	}
-	special := map[string]func(*testing.T, string) string{
-		"a missing file": func(_ *testing.T, dir string) string { return filepath.Join(dir, "operator-secret.pem") },
-		"a path through a regular file": func(t *testing.T, dir string) string {
-			return filepath.Join(file(privPEM, 0o600)(t, dir), "key.pem")
-		},
-		"a dangling symlink": func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "operator-secret.pem")
-			if err := os.Symlink("nowhere.pem", p); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		},
-		"a directory": func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "operator-secret.pem")
-			if err := os.Mkdir(p, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		},
-		// Nothing ever opens it for writing: a runner that waited for a
-		// writer would never answer.
-		"a FIFO": func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "operator-secret.pem")
-			if err := syscall.Mkfifo(p, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		},
-		"an empty file":             file(nil, 0o600),
-		"a file that is not PEM":    file([]byte("my signing key is in the safe\n"), 0o600),
-		"the key's DER without PEM": file(block.Bytes, 0o600),
-		"a PEM block with a header": file(withHeader, 0o600),
-	}
-	var faults []keyFault
-	both := []string{"a missing file", "a path through a regular file", "a dangling symlink", "a directory", "a FIFO", "an empty file", "a file that is not PEM", "the key's DER without PEM", "a PEM block with a header"}
-	for _, name := range both {
-		for _, option := range []string{"--signing-key", "--trusted-key"} {
-			faults = append(faults, keyFault{name, option, special[name]})
-		}
-	}
-	faults = append(faults,
-		keyFault{"an RSA private key", "--signing-key", file(rsaPriv, 0o600)},
-		keyFault{"an EC private key", "--signing-key", file(ecPriv, 0o600)},
-		keyFault{"the public key", "--signing-key", file(pubPEM, 0o600)},
-		keyFault{"two private keys in one file", "--signing-key", file(append(append([]byte{}, privPEM...), privPEM...), 0o600)},
-		keyFault{"the private key followed by its public key", "--signing-key", file(append(append([]byte{}, privPEM...), pubPEM...), 0o600)},
-		keyFault{"an RSA public key", "--trusted-key", file(rsaPub, 0o644)},
-		keyFault{"an EC public key", "--trusted-key", file(ecPub, 0o644)},
-		keyFault{"the private key", "--trusted-key", file(privPEM, 0o600)},
-		keyFault{"two public keys in one file", "--trusted-key", file(append(append([]byte{}, pubPEM...), pubPEM...), 0o644)},
-	)
-	for _, mode := range []os.FileMode{0o640, 0o604, 0o644, 0o660, 0o601, 0o610} {
-		faults = append(faults, keyFault{fmt.Sprintf("the private key with mode %04o", mode), "--signing-key", file(privPEM, mode)})
-	}
-	return faults
-}
-
-// keySecrets are strings no response may hold: the key files' base64
-// lines, the keys' raw bytes in base64 and hex.
-func keySecrets(t *testing.T, keys ...testKey) []string {
-	t.Helper()
-	var secrets []string
-	for _, k := range keys {
-		for _, p := range []string{k.privPath, k.pubPath} {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			secrets = append(secrets, base64Lines(data)...)
-		}
-		secrets = append(secrets,
-			base64.StdEncoding.EncodeToString(k.der),
-			base64.StdEncoding.EncodeToString(k.priv.Seed()),
-			hex.EncodeToString(k.priv.Seed()),
-			hex.EncodeToString(k.pub))
-	}
-	return secrets
-}
-
-// base64Lines are the lines of a PEM file that hold key bytes.
-func base64Lines(data []byte) []string {
-	var lines []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if line = strings.TrimSpace(line); len(line) >= 16 && !strings.HasPrefix(line, "-----") {
-			lines = append(lines, line)
-		}
-	}
-	return lines
-}
-
-// TestEveryKeyFaultIsInvalidOptionsBeforeStandardInput gives every key
-// fault of protocol §10 to --signing-key or --trusted-key, the key file
-// outside the workspace under a name of its own, and checks, for three
-// standard inputs (garbage, an analyze request that would commit a run,
-// and an input that never ends): INVALID_OPTIONS, exit 1, request_id and
-// tool null, empty stderr (call checks it), a message that names the
-// option and holds neither the key file's path nor any key bytes, and
-// nothing written in the workspace or beside the key, the ledger
-// included (an INVALID_OPTIONS answer is never recorded).
-func TestEveryKeyFaultIsInvalidOptionsBeforeStandardInput(t *testing.T) {
-	good := newTestKey(t, t.TempDir(), "good")
-	secrets := keySecrets(t, good)
-	for _, f := range keyFaults(t, good) {
-		t.Run(f.option+" "+f.name, func(t *testing.T) {
-			t.Parallel()
-			ws := fixture(t)
-			keyDir := filepath.Join(t.TempDir(), "keys-of-the-operator")
-			if err := os.Mkdir(keyDir, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			path := f.file(t, keyDir)
-			leaks := append([]string{path, keyDir, "keys-of-the-operator", "operator-secret"}, secrets...)
-			if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() { // never open the FIFO
-				data, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				leaks = append(leaks, base64Lines(data)...) // this fault's own key bytes
-			}
-			args := []string{"--workspace", ws, "--output-dir", "runs", "--ledger", "calls.jsonl", f.option, path}
-			digest := digestOf(t, ws)
-			for _, input := range []string{"garbage", "an analyze request", "an input that never ends"} {
-				t.Run(input, func(t *testing.T) {
-					is := is.New(t)
-					beforeWS, beforeKeys := snapshotTree(t, ws), snapshotTree(t, keyDir)
-					var o outcome
-					switch input {
-					case "garbage":
-						o = call(t, ws, "\x00 not a request {", args...)
-					case "an analyze request":
-						o = call(t, ws, analyzeRequest("r1", digest), args...)
-					default:
-						o = answerWithoutInput(t, ws, args...)
-					}
-					is.Equal(o.code(), "INVALID_OPTIONS")
-					is.Equal(o.exit, 1)
-					is.Equal(o.resp["request_id"], nil) // decided before the request was read
-					is.Equal(o.resp["tool"], nil)
-					is.Equal(o.resp["status"], "error")
-					is.Equal(isRetryable(o), false)
-					is.True(strings.Contains(o.message(), f.option)) // the message names the option
-					for _, leak := range leaks {
-						if strings.Contains(o.raw, leak) {
-							t.Errorf("the response holds %q: %s", leak, o.raw)
-						}
-					}
-					sameTree(t, beforeWS, snapshotTree(t, ws))       // nothing written in the workspace, no ledger
-					sameTree(t, beforeKeys, snapshotTree(t, keyDir)) // nor beside the key
-				})
-			}
-		})
-	}
-}
-
-// TestAGoodKeyFileMayLieAnywhere: key files inside the workspace, given
-// relative to it, and through a symlink are read like any other.
-func TestAGoodKeyFileMayLieAnywhere(t *testing.T) {
-	is := is.New(t)
-	ws := fixture(t)
-	key := newTestKey(t, filepath.Join(ws, "keys"), "key")
-	link := filepath.Join(t.TempDir(), "link.pem")
-	mustSymlink(t, key.privPath, link)
-	digest := digestOf(t, ws)
-	for id, signingKey := range map[string]string{"s1": "keys/key.pem", "s2": link} {
-		o := call(t, ws, analyzeRequest(id, digest), "--workspace", ws, "--output-dir", "runs", "--signing-key", signingKey)
-		is.Equal(o.exit, 0) // signed with the key at that path
-		v := call(t, ws, verifyRequest("v1", id), "--workspace", ws, "--output-dir", "runs", "--trusted-key", "keys/key.pub.pem")
-		is.Equal(v.exit, 0) // and verified with its public key
-		is.Equal(v.result()["checks"], signedChecks())
-	}
-}
-
-// signedKeys are the keys of the signed damage matrix: the operator's
-// (which signs and is trusted), another that a forger holds, and a third.
-type signedKeys struct{ own, other, third testKey }
-
-// signedDamage is one row of the signed damage matrix. A row is verified
-// twice, without --trusted-key and with the operator's public key (or,
-// with trustThird, the third key's), each with its expected code.
-type signedDamage struct {
-	name     string
-	unsigned bool // commit the run without --signing-key
-	damage   func(*signedRun)
-	// without and with are the expected codes; "" means the run verifies.
-	without, with string
-	trustThird    bool
-	caught        string // a phrase of the message naming the rule that caught it
-}
-
-// signedRun is run r1 committed by the real binary (signed with the
-// operator's key unless the row says otherwise), for one row to damage.
-type signedRun struct {
-	*damagedRun
-	keys signedKeys
-}
-
-// TestVerifyNamesEachDamageOfASignedRun is the damage matrix of protocol §10
-// on the real disk: each row commits a signed run with the real binary,
-// damages it one way, with checksums.json (and the receipt, where the row
-// edits it) rewritten to match so that the signature check is what
-// fails, and verifies it without and with --trusted-key. Each answer is
-// its row's exact code (or a verified run, where the contract cannot see
-// the change), with exit 1, not retryable, and verify wrote nothing.
-func TestVerifyNamesEachDamageOfASignedRun(t *testing.T) {
-	dir := t.TempDir()
-	keys := signedKeys{own: newTestKey(t, dir, "own"), other: newTestKey(t, dir, "other"), third: newTestKey(t, dir, "third")}
-	for _, c := range signedDamages() {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			r := signedCommitRun(t, keys, c.unsigned)
-			c.damage(r)
-			trusted := keys.own.pubPath
-			if c.trustThird {
-				trusted = keys.third.pubPath
-			}
-			for _, v := range []struct{ name, trusted, code string }{
-				{"without --trusted-key", "", c.without},
-				{"with --trusted-key", trusted, c.with},
-			} {
-				t.Run(v.name+" "+damageVerdict(v.code), func(t *testing.T) {
-					is := is.New(t)
-					before := r.photograph()
-					o := verifyTrusting(t, r.ws, "runs", r.runID, v.trusted)
-					if v.code == "" {
-						is.Equal(o.exit, 0) // verified
-						is.Equal(o.result()["integrity"], "verified")
-						want := signedChecks()
-						if v.trusted == "" && !r.signedOnDisk() {
-							want = unsignedChecks() // an unsigned run skips the check
-						}
-						is.Equal(o.result()["checks"], want)
-					} else {
-						is.Equal(o.code(), v.code) // the row's code
-						is.Equal(o.exit, 1)
-						is.Equal(o.resp["ok"], false)
-						is.Equal(o.resp["tool"], "verify_result")
-						is.Equal(o.resp["result"], nil)
-						is.Equal(isRetryable(o), false)
-						if c.caught != "" {
-							is.True(strings.Contains(o.message(), c.caught)) // the expected check caught it
-						}
-					}
-					if t.Failed() {
-						t.Logf("response: %s", o.raw)
-					}
-					r.assertUnchanged(before) // verify wrote nothing
-				})
-			}
-		})
-	}
-}
-
-// signedDamages is the matrix.
-func signedDamages() []signedDamage {
-	const maxSaved = 4 * 1024 * 1024
-	const att = "runs/r1/attestation.json"
-	const sigInvalid = "SIGNATURE_INVALID"
-	var cs []signedDamage
-	add := func(name, without, with, caught string, damage func(*signedRun)) {
-		cs = append(cs, signedDamage{name: name, without: without, with: with, caught: caught, damage: damage})
-	}
-	nothing := func(*signedRun) {}
-
-	// Controls.
-	add("an undamaged signed run", "", "", "", nothing)
-	cs = append(cs, signedDamage{name: "an undamaged signed run verified with another key trusted", damage: nothing, without: "", with: sigInvalid, trustThird: true, caught: "other than the trusted key"})
-	cs = append(cs, signedDamage{name: "an unsigned run", unsigned: true, damage: nothing, without: "", with: sigInvalid, caught: "is not signed"})
-	add("compacting attestation.json to the same JSON value", "", "", "", func(r *signedRun) {
-		var b bytes.Buffer
-		if err := json.Compact(&b, r.read(att)); err != nil {
-			r.t.Fatal(err)
-		}
-		r.write(att, b.Bytes())
-	})
-	add("growing attestation.json to exactly 4 MiB with trailing spaces", "", "", "", func(r *signedRun) {
-		r.write(att, damagePadded(r.read(att), maxSaved))
-	})
-	add("re-signing the statement in another layout with the run's own key", "", "", "", func(r *signedRun) {
-		st := r.statement()
-		b, err := json.MarshalIndent(st, "", "\t")
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		r.writeSigned(b, r.keys.own, r.keys.own.id)
-	})
-
-	// The attestation, damaged.
-	add("deleting attestation.json", sigInvalid, sigInvalid, "holds no attestation.json", func(r *signedRun) { r.remove(att) })
-	add("flipping a base64 character of the payload", sigInvalid, sigInvalid, "is not a valid signature", func(r *signedRun) {
-		r.editEnvelope(func(env map[string]any) { env["payload"] = flipBase64(env["payload"].(string)) })
-	})
-	add("flipping one bit of the decoded payload", sigInvalid, sigInvalid, "is not a valid signature", func(r *signedRun) {
-		r.editEnvelope(func(env map[string]any) { env["payload"] = flipDecoded(r.t, env["payload"].(string), 40) })
-	})
-	add("flipping a base64 character of the signature", sigInvalid, sigInvalid, "is not a valid signature", func(r *signedRun) {
-		r.editEnvelope(func(env map[string]any) {
-			r.firstSignature(env)["sig"] = flipBase64(r.firstSignature(env)["sig"].(string))
-		})
-	})
-	add("flipping one bit of the decoded signature", sigInvalid, sigInvalid, "is not a valid signature", func(r *signedRun) {
-		r.editEnvelope(func(env map[string]any) {
-			r.firstSignature(env)["sig"] = flipDecoded(r.t, r.firstSignature(env)["sig"].(string), 10)
-		})
-	})
-	add("breaking the payload's base64 into lines", sigInvalid, sigInvalid, "is not a DSSE envelope", func(r *signedRun) {
-		r.editEnvelope(func(env map[string]any) {
-			p := env["payload"].(string)
-			env["payload"] = p[:64] + "\n" + p[64:]
-		})
-	})
-	add("another key's valid signature over the same statement", sigInvalid, sigInvalid, "is not a valid signature", func(r *signedRun) {
-		r.writeSigned(r.payload(), r.keys.other, r.keys.own.id)
-	})
-	add("another key's valid signature over the same statement under its own key ID", sigInvalid, sigInvalid, "names a key other than the receipt's signer", func(r *signedRun) {
-		r.writeSigned(r.payload(), r.keys.other, r.keys.other.id)
-	})
-	add("changing the signature's keyid", sigInvalid, sigInvalid, "names a key other than the receipt's signer", func(r *signedRun) {
-		r.editEnvelope(func(env map[string]any) { r.firstSignature(env)["keyid"] = damageFlipped(r.keys.own.id) })
-	})
-	add("re-signing a statement with a wrong result digest with the run's own key", sigInvalid, sigInvalid, "not about exactly this run's receipt and result", func(r *signedRun) {
-		r.editStatement(func(st map[string]any) { r.subjectDigest(st, 1, damageFlipped) })
-	})
-	add("re-signing a statement with a wrong receipt digest with the run's own key", sigInvalid, sigInvalid, "not about exactly this run's receipt and result", func(r *signedRun) {
-		r.editStatement(func(st map[string]any) { r.subjectDigest(st, 0, damageFlipped) })
-	})
-	add("re-signing a statement with its subjects swapped with the run's own key", sigInvalid, sigInvalid, "not about exactly this run's receipt and result", func(r *signedRun) {
-		r.editStatement(func(st map[string]any) {
-			s := st["subject"].([]any)
-			s[0], s[1] = s[1], s[0]
-		})
-	})
-	add("re-signing a statement with a third subject with the run's own key", sigInvalid, sigInvalid, "not about exactly this run's receipt and result", func(r *signedRun) {
-		r.editStatement(func(st map[string]any) {
-			st["subject"] = append(st["subject"].([]any), map[string]any{"name": "checksums.json", "digest": map[string]any{"sha256": testutil.SHA256Hex(r.read("runs/r1/checksums.json"))}})
-		})
-	})
-	add("re-signing a statement whose receipt subject is named otherwise with the run's own key", sigInvalid, sigInvalid, "not about exactly this run's receipt and result", func(r *signedRun) {
-		r.editStatement(func(st map[string]any) { st["subject"].([]any)[0].(map[string]any)["name"] = "./receipt.json" })
-	})
-	add("re-signing a statement whose subject carries a second digest with the run's own key", sigInvalid, sigInvalid, "not about exactly this run's receipt and result", func(r *signedRun) {
-		r.editStatement(func(st map[string]any) {
-			st["subject"].([]any)[1].(map[string]any)["digest"].(map[string]any)["sha512"] = strings.Repeat("0", 128)
-		})
-	})
-	add("re-signing a statement whose subject carries another key with the run's own key", sigInvalid, sigInvalid, "not about exactly this run's receipt and result", func(r *signedRun) {
-		r.editStatement(func(st map[string]any) { st["subject"].([]any)[1].(map[string]any)["uri"] = "file:result.json" })
-	})
-	add("re-signing a statement whose predicate has another created_at with the run's own key", sigInvalid, sigInvalid, "the predicate of the statement", func(r *signedRun) {
-		r.editStatement(func(st map[string]any) { st["predicate"].(map[string]any)["created_at"] = "2001-02-03T04:05:06.7Z" })
-	})
-	add("re-signing a statement whose predicate names another engine with the run's own key", sigInvalid, sigInvalid, "the predicate of the statement", func(r *signedRun) {
-		r.editStatement(func(st map[string]any) {
-			p := st["predicate"].(map[string]any)
-			p["engine_sha256"] = damageFlipped(p["engine_sha256"].(string))
-		})
-	})
-	add("re-signing a statement of another predicateType with the run's own key", sigInvalid, sigInvalid, "not an in-toto Statement v1", func(r *signedRun) {
-		r.editStatement(func(st map[string]any) { st["predicateType"] = "https://slsa.dev/provenance/v1" })
-	})
-	add("re-signing a statement of another _type with the run's own key", sigInvalid, sigInvalid, "not an in-toto Statement v1", func(r *signedRun) {
-		r.editStatement(func(st map[string]any) { st["_type"] = "https://in-toto.io/Statement/v0.1" })
-	})
-	add("re-signing the statement under another payloadType with the run's own key", sigInvalid, sigInvalid, "is not a DSSE envelope", func(r *signedRun) {
-		const other = "application/json"
-		r.editEnvelope(func(env map[string]any) {
-			env["payloadType"] = other
-			r.firstSignature(env)["sig"] = base64.StdEncoding.EncodeToString(ed25519.Sign(r.keys.own.priv, testPAE(other, r.payload())))
-		})
-	})
-	add("replacing attestation.json with text that is not JSON", sigInvalid, sigInvalid, "is not a DSSE envelope", func(r *signedRun) {
-		r.write(att, []byte("signed, honestly\n"))
-	})
-	add("emptying attestation.json", sigInvalid, sigInvalid, "is not a DSSE envelope", func(r *signedRun) { r.write(att, nil) })
-	add("replacing attestation.json with an empty JSON object", sigInvalid, sigInvalid, "is not a DSSE envelope", func(r *signedRun) { r.write(att, []byte("{}\n")) })
-	add("repeating a key in attestation.json", sigInvalid, sigInvalid, "is not a DSSE envelope", func(r *signedRun) {
-		r.replaceOnce(att, `"payloadType"`, `"payloadType": "`+testPayloadType+`",
-  "payloadType"`)
-	})
-	add("adding a key to the envelope", sigInvalid, sigInvalid, "is not a DSSE envelope", func(r *signedRun) {
-		r.editEnvelope(func(env map[string]any) { env["note"] = "trust me" })
-	})
-	add("adding a key to the signature", sigInvalid, sigInvalid, "is not a DSSE envelope", func(r *signedRun) {
-		r.editEnvelope(func(env map[string]any) { r.firstSignature(env)["alg"] = "ed25519" })
-	})
-	add("carrying the run's own signature twice", sigInvalid, sigInvalid, "is not a DSSE envelope", func(r *signedRun) {
-		r.editEnvelope(func(env map[string]any) { env["signatures"] = append(env["signatures"].([]any), r.firstSignature(env)) })
-	})
-	add("carrying the run's own signature and another key's", sigInvalid, sigInvalid, "is not a DSSE envelope", func(r *signedRun) {
-		r.editEnvelope(func(env map[string]any) {
-			env["signatures"] = append(env["signatures"].([]any), map[string]any{
-				"keyid": r.keys.other.id,
-				"sig":   base64.StdEncoding.EncodeToString(ed25519.Sign(r.keys.other.priv, testPAE(testPayloadType, r.payload()))),
-			})
-		})
-	})
-	add("carrying no signature", sigInvalid, sigInvalid, "is not a DSSE envelope", func(r *signedRun) {
-		r.editEnvelope(func(env map[string]any) { env["signatures"] = []any{} })
-	})
-
-	// The receipt's signer, edited, with checksums.json rewritten and the
-	// statement re-signed to match, so only the signer's own rules fail.
-	add("removing signer from receipt.json, attestation.json kept", sigInvalid, sigInvalid, "names no signer", func(r *signedRun) {
-		r.editReceipt(func(m map[string]any) { delete(m, "signer") })
-		r.reseal()
-	})
-	add("removing signer from receipt.json and re-signing the statement with the run's own key", sigInvalid, sigInvalid, "names no signer", func(r *signedRun) {
-		r.editReceipt(func(m map[string]any) { delete(m, "signer") })
-		r.sealSigned(r.keys.own, r.keys.own.id)
-	})
-	add("a key_id in receipt.json that is not the hash of its public_key, consistently re-signed", sigInvalid, sigInvalid, "is not the SHA256 of its public_key", func(r *signedRun) {
-		wrong := damageFlipped(r.keys.own.id)
-		r.editReceipt(func(m map[string]any) { m["signer"].(map[string]any)["key_id"] = wrong })
-		r.sealSigned(r.keys.own, wrong)
-	})
-	add("a key_id in receipt.json that is not hex of its shape", "INVALID_SAVED_RESULT", "INVALID_SAVED_RESULT", "", func(r *signedRun) {
-		r.editReceipt(func(m map[string]any) { m["signer"].(map[string]any)["key_id"] = strings.ToUpper(r.keys.own.id) })
-		r.sealSigned(r.keys.own, strings.ToUpper(r.keys.own.id))
-	})
-	add("a public_key in receipt.json that is not base64", sigInvalid, sigInvalid, "is not standard padded base64", func(r *signedRun) {
-		r.editReceipt(func(m map[string]any) { m["signer"].(map[string]any)["public_key"] = "not base64!" })
-		r.sealSigned(r.keys.own, r.keys.own.id)
-	})
-	add("an RSA public_key in receipt.json with its own key_id", sigInvalid, sigInvalid, "is not an Ed25519 public key", func(r *signedRun) {
-		rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		der, err := x509.MarshalPKIXPublicKey(&rsaKey.PublicKey)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		r.editReceipt(func(m map[string]any) {
-			m["signer"] = map[string]any{"key_id": testutil.SHA256Hex(der), "public_key": base64.StdEncoding.EncodeToString(der)}
-		})
-		r.sealSigned(r.keys.own, testutil.SHA256Hex(der))
-	})
-	add("a run consistently re-signed by another key whose receipt claims the trusted key's ID", sigInvalid, sigInvalid, "is not the SHA256 of its public_key", func(r *signedRun) {
-		r.editReceipt(func(m map[string]any) {
-			m["signer"] = map[string]any{"key_id": r.keys.own.id, "public_key": base64.StdEncoding.EncodeToString(r.keys.other.der)}
-		})
-		r.sealSigned(r.keys.other, r.keys.own.id)
-	})
-	add("a run consistently re-signed by another key with the trusted key's public_key", sigInvalid, sigInvalid, "is not a valid signature", func(r *signedRun) {
-		r.sealSigned(r.keys.other, r.keys.own.id)
-	})
-	// protocol §10: without --trusted-key a signature proves nothing against a
-	// forger who holds a key of his own, or strips the signature.
-	add("a run consistently re-signed by another key under that key's own ID", "", sigInvalid, "other than the trusted key", func(r *signedRun) {
-		r.editReceipt(func(m map[string]any) {
-			m["signer"] = map[string]any{"key_id": r.keys.other.id, "public_key": base64.StdEncoding.EncodeToString(r.keys.other.der)}
-		})
-		r.sealSigned(r.keys.other, r.keys.other.id)
-	})
-	add("stripping signer and attestation.json and rewriting checksums.json", "", sigInvalid, "is not signed", func(r *signedRun) {
-		r.editReceipt(func(m map[string]any) { delete(m, "signer") })
-		r.reseal()
-		r.remove(att)
-	})
-	add("adding a valid attestation.json to an unsigned run", sigInvalid, sigInvalid, "names no signer", func(r *signedRun) {
-		r.sealSigned(r.keys.own, r.keys.own.id)
-	})
-	cs[len(cs)-1].unsigned = true
-
-	// check 2: the run is exactly its files, each a regular file within
-	// the limit.
-	add("adding a fifth file to the run", "INVALID_SAVED_RESULT", "INVALID_SAVED_RESULT", "a signed run is exactly", func(r *signedRun) {
-		r.write("runs/r1/attestation.json.bak", r.read(att))
-	})
-	add("replacing attestation.json with a symlink to a copy of itself inside the workspace", "INVALID_SAVED_RESULT", "INVALID_SAVED_RESULT", "", func(r *signedRun) {
-		r.copy(att, "copies/attestation.json")
-		r.symlink("../../copies/attestation.json", att)
-	})
-	add("replacing attestation.json with a directory", "INVALID_SAVED_RESULT", "INVALID_SAVED_RESULT", "", func(r *signedRun) {
-		r.remove(att)
-		r.mkdir(att)
-	})
-	add("replacing attestation.json with a named pipe", "INVALID_SAVED_RESULT", "INVALID_SAVED_RESULT", "", func(r *signedRun) {
-		r.remove(att)
-		if err := syscall.Mkfifo(r.path(att), 0o644); err != nil {
-			r.t.Fatal(err)
-		}
-	})
-	add("growing attestation.json to 4 MiB and one byte with trailing spaces", "INVALID_SAVED_RESULT", "INVALID_SAVED_RESULT", "", func(r *signedRun) {
-		r.write(att, damagePadded(r.read(att), maxSaved+1))
-	})
-
-	// The earlier checks still answer first.
-	add("flipping a byte of result.json", "RESULT_TAMPERED", "RESULT_TAMPERED", caughtByChecksums, func(r *signedRun) {
-		r.replaceOnce("runs/r1/result.json", `"rate": "0.827272727273"`, `"rate": "0.827272727272"`)
-	})
-	add("flipping a byte of receipt.json", "RECEIPT_TAMPERED", "RECEIPT_TAMPERED", "", func(r *signedRun) {
-		r.flipHex("runs/r1/receipt.json", r.receipt()["engine_sha256"].(string))
-	})
-	add("flipping a byte of result.json and deleting attestation.json", "RESULT_TAMPERED", "RESULT_TAMPERED", caughtByChecksums, func(r *signedRun) {
-		r.replaceOnce("runs/r1/result.json", `"rate": "0.827272727273"`, `"rate": "0.827272727272"`)
-		r.remove(att)
-	})
-	// A forger without the key is caught by the signature before the
-	// recomputation; the key's holder is still caught by the recomputation.
-	add("editing the rate in result.json and recomputing every hash", sigInvalid, sigInvalid, "not about exactly this run's receipt and result", func(r *signedRun) {
-		r.replaceOnce("runs/r1/result.json", `"rate": "0.827272727273"`, `"rate": "0.827272727274"`)
-		r.bindResult()
-		r.reseal()
-	})
-	add("editing the rate in result.json, recomputing every hash and re-signing with the run's own key", "RESULT_TAMPERED", "RESULT_TAMPERED", caughtByRecompute, func(r *signedRun) {
-		r.replaceOnce("runs/r1/result.json", `"rate": "0.827272727273"`, `"rate": "0.827272727274"`)
-		r.bindResult()
-		r.sealSigned(r.keys.own, r.keys.own.id)
-	})
-	add("changing a source after signing", "STALE_SOURCES", "STALE_SOURCES", "", func(r *signedRun) {
-		r.write("data/groups.csv", append(r.read("data/groups.csv"), '\n'))
-	})
-	return cs
-}
-
-// signedCommitRun commits run r1 into runs/ of a fresh fixture workspace,
-// signed with the operator's key unless unsigned.
-func signedCommitRun(t *testing.T, keys signedKeys, unsigned bool) *signedRun {
-	t.Helper()
-	ws := fixture(t)
-	var o outcome
-	if unsigned {
-		o = analyze(t, ws, "runs", "r1")
-	} else {
-		o = signedAnalyze(t, ws, "runs", "r1", keys.own)
-	}
-	digest, _ := o.result()["source_digest"].(string)
-	return &signedRun{damagedRun: &damagedRun{t: t, ws: ws, outside: t.TempDir(), runID: "r1", digest: digest}, keys: keys}
-}
-
-// signedOnDisk reports whether the run still holds an attestation.
-func (r *signedRun) signedOnDisk() bool {
-	_, err := os.Lstat(r.path("runs/r1/attestation.json"))
-	return err == nil
-}
-
-// envelope is attestation.json decoded.
-func (r *signedRun) envelope() map[string]any {
-	r.t.Helper()
-	var env map[string]any
-	if err := json.Unmarshal(r.read("runs/r1/attestation.json"), &env); err != nil {
-		r.t.Fatal(err)
-	}
-	return env
-}
-
-// editEnvelope rewrites attestation.json through edit.
-func (r *signedRun) editEnvelope(edit func(map[string]any)) {
-	r.t.Helper()
-	env := r.envelope()
-	edit(env)
-	r.write("runs/r1/attestation.json", damageIndented(env))
-}
-
-// firstSignature is the envelope's first signature object.
-func (r *signedRun) firstSignature(env map[string]any) map[string]any {
-	return env["signatures"].([]any)[0].(map[string]any)
-}
-
-// payload is the envelope's decoded payload: the statement bytes.
-func (r *signedRun) payload() []byte {
-	r.t.Helper()
-	b, err := base64.StdEncoding.DecodeString(r.envelope()["payload"].(string))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return b
-}
-
-// statement is the payload decoded.
-func (r *signedRun) statement() map[string]any {
-	r.t.Helper()
-	var st map[string]any
-	if err := json.Unmarshal(r.payload(), &st); err != nil {
-		r.t.Fatal(err)
-	}
-	return st
-}
-
-// editStatement edits the statement and re-signs it with the run's own
-// key, as a holder of the key would.
-func (r *signedRun) editStatement(edit func(map[string]any)) {
-	r.t.Helper()
-	st := r.statement()
-	edit(st)
-	b, err := json.Marshal(st)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.writeSigned(b, r.keys.own, r.keys.own.id)
-}
-
-// subjectDigest rewrites the sha256 of subject i through change.
-func (r *signedRun) subjectDigest(st map[string]any, i int, change func(string) string) {
-	d := st["subject"].([]any)[i].(map[string]any)["digest"].(map[string]any)
-	d["sha256"] = change(d["sha256"].(string))
-}
-
-// writeSigned writes attestation.json: an envelope around statement with
-// one signature by key under keyID.
-func (r *signedRun) writeSigned(statement []byte, key testKey, keyID string) {
-	r.t.Helper()
-	r.write("runs/r1/attestation.json", damageIndented(map[string]any{
-		"payload":     base64.StdEncoding.EncodeToString(statement),
-		"payloadType": testPayloadType,
-		"signatures": []any{map[string]any{
-			"keyid": keyID,
-			"sig":   base64.StdEncoding.EncodeToString(ed25519.Sign(key.priv, testPAE(testPayloadType, statement))),
-		}},
-	}))
-}
-
-// sealSigned rewrites checksums.json for the current receipt and result
-// bytes, and attestation.json as a statement about them signed by key
-// under keyID: a consistent re-signing of the run.
-func (r *signedRun) sealSigned(key testKey, keyID string) {
-	r.t.Helper()
-	r.reseal()
-	receipt, result := r.read("runs/r1/receipt.json"), r.read("runs/r1/result.json")
-	st, err := json.Marshal(map[string]any{
-		"_type": testStatementType,
-		"subject": []any{
-			map[string]any{"name": "receipt.json", "digest": map[string]any{"sha256": testutil.SHA256Hex(receipt)}},
-			map[string]any{"name": "result.json", "digest": map[string]any{"sha256": testutil.SHA256Hex(result)}},
-		},
-		"predicateType": testPredicateType,
-		"predicate":     json.RawMessage(receipt),
-	})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.writeSigned(st, key, keyID)
-}
-
-// flipBase64 changes one base64 character in the middle of s to another
-// base64 character.
-func flipBase64(s string) string {
-	i := len(s) / 2
-	c := byte('A')
-	if s[i] == 'A' {
-		c = 'B'
-	}
-	return s[:i] + string(c) + s[i+1:]
-}
-
-// flipDecoded flips the low bit of byte i of what s decodes to, and
-// encodes it again.
-func flipDecoded(t *testing.T, s string, i int) string {
-	t.Helper()
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[i] ^= 1
-	return base64.StdEncoding.EncodeToString(b)
-}
-
 // TestOpenSSLVerifiesOurAttestation checks a signed run with an
 // independent verifier: the key made by openssl as README says, the run
 // signed by the real binary, the envelope decoded and the PAE built by
@@ -1280,14 +545,25 @@ func TestTheSigningPageRecipeVerifiesASignedRunWithoutUs(t *testing.T) {
 		t.Logf("recipe output:\n%s", got)
 	}
 
-	r := &signedRun{damagedRun: &damagedRun{t: t, ws: ws, runID: id}}
 	env := map[string]any{}
 	is.NoErr(json.Unmarshal(files["attestation.json"], &env))
 	env["payload"] = flipDecoded(t, env["payload"].(string), 40)
-	r.write(filepath.ToSlash(filepath.Join(out, id, "attestation.json")), damageIndented(env))
+	writeFile(t, filepath.Join(ws, out, id, "attestation.json"), damageIndented(env))
 	got, err = sh()
 	is.True(err != nil) // the recipe fails on a flipped payload
 	is.True(strings.Contains(got, "Signature Verification Failure"))
+}
+
+// flipDecoded flips the low bit of byte i of what s decodes to, and
+// encodes it again.
+func flipDecoded(t *testing.T, s string, i int) string {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[i] ^= 1
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 // shellBlockWith returns the one ```sh block of markdown that contains
