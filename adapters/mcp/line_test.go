@@ -62,6 +62,8 @@ func TestEachLineGetsTheAnswerTheProtocolGivesIt(t *testing.T) {
 		{"65536 values outside arguments", toolCall("1", `{}`, meta(`{"x":`+tinyValues(2*(MaxOutsideValues-40))+`}`)), 0, ""},
 		{"16 MiB of tiny values inside arguments", toolCall("1", `{"x":`+tinyValues(MaxLineBytes-200)+`}`, ""), 0, ""},
 		{"16 MiB of tiny values outside arguments", toolCall("1", `{}`, meta(`{"x":`+tinyValues(MaxLineBytes-200)+`}`)), -32600, "1"},
+		{"10,000 levels deep", toolCall("1", `{"x":`+strings.Repeat("[", 9997)+strings.Repeat("]", 9997)+`}`, ""), 0, ""},
+		{"10,001 levels deep", toolCall("1", `{"x":`+strings.Repeat("[", 9998)+strings.Repeat("]", 9998)+`}`, ""), -32700, "null"},
 		{"a batch", `[` + toolCall("1", `{}`, "") + `]`, -32600, "null"},
 		{"not JSON-RPC 2.0", `{"jsonrpc":"1.0","id":7,"method":"ping"}`, -32600, "7"},
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path"
@@ -457,4 +458,33 @@ func resultOf(t *testing.T, lines []string, id int) json.RawMessage {
 	}
 	t.Fatalf("no response %d in %q", id, lines)
 	return nil
+}
+
+// protocol §9.7: outside params.arguments the SDK's decoder takes at most
+// 1,000 levels (the message itself is level 1): a deeper request is -32600
+// under its id, and the session goes on.
+func TestTheSDKsDepthLimitIsInvalidRequestUnderItsID(t *testing.T) {
+	is := is.New(t)
+	w := newWorld(t)
+	ping := func(id, levels int) string { // root, params, _meta, then arrays
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"_meta":{"x":%s%s}}}`, id, strings.Repeat("[", levels-3), strings.Repeat("]", levels-3))
+	}
+	out := rawSession(t, w.service(),
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		ping(1, 1000), ping(2, 1001), `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	for _, tt := range []struct {
+		id   int
+		code int64
+	}{{1, 0}, {2, -32600}, {3, 0}} {
+		var m struct {
+			Error *struct{ Code int64 }
+		}
+		is.NoErr(json.Unmarshal([]byte(lineOf(t, out, tt.id)), &m))
+		code := int64(0)
+		if m.Error != nil {
+			code = m.Error.Code
+		}
+		is.Equal(code, tt.code) // the answer to tt.id
+	}
 }
