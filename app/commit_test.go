@@ -155,3 +155,67 @@ func TestAWriteFailureCommitsNothingAndNamesNoPath(t *testing.T) {
 	is.Equal(len(entries), 1) // no run, no pending directory: only the lock file
 	is.Equal(entries[0].Name(), ".writer.lock")
 }
+
+// changingSources reads the sources as they are, except that from its
+// nth read of transactions.csv on it returns other bytes, as though the
+// operator had changed the file meanwhile.
+type changingSources struct {
+	ports.SourceReader
+	n, reads int
+}
+
+func (c *changingSources) ReadSource(name string, limitBytes int64) ([]byte, error) {
+	data, err := c.SourceReader.ReadSource(name, limitBytes)
+	if err != nil || name != "data/transactions.csv" {
+		return data, err
+	}
+	if c.reads++; c.reads >= c.n {
+		return append(data, "T9,C1,1,1.00\n"...), nil
+	}
+	return data, nil
+}
+
+// protocol §6 step 6: sources that changed after analyze first read them,
+// seen by the re-read once the files are written and fsynced (under the
+// ledger's lock when there is one), commit nothing: STALE_CONTEXT, no run
+// and no pending directory; with a ledger the refusal is recorded. (No
+// test held this check before.)
+func TestSourcesChangedWhileTheRunIsWrittenCommitNothing(t *testing.T) {
+	for _, ledger := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no ledger", true: "a ledger"}[ledger], func(t *testing.T) {
+			is := is.New(t)
+			ws := diskWorkspace(t)
+			m := newMem(t, testutil.Fixture(t))
+			sources := &changingSources{n: 2}
+			wire := func(o app.Options) (app.Ports, io.Closer, error) {
+				w, err := osfs.Open(o.Workspace)
+				if err != nil {
+					return app.Ports{}, nil, err
+				}
+				sources.SourceReader = w
+				return app.Ports{Sources: sources, Paths: w, Evidence: w, Ledger: w, Cancel: &cancelOnCall{},
+					Clock: porttest.FixedClock(fixedTime), Engine: fixedEngine()}, w, nil
+			}
+			args := []string{"--workspace", ws, "--output-dir", "runs/out"}
+			if ledger {
+				args = append(args, "--ledger", "calls.jsonl")
+			}
+			var out bytes.Buffer
+			exit := stdio.Run(context.Background(), args, strings.NewReader(analyzeReq("r1", m.digest())), &out, wire)
+			r := decode(t, out.Bytes(), exit)
+			is.Equal(r.code(), "STALE_CONTEXT")
+			is.True(strings.Contains(r.Body.Error.Message, "the sources changed while the run was being written")) // the re-read saw it
+			is.Equal(sources.reads, 2)                                                                             // read, then read again
+			entries, err := os.ReadDir(filepath.Join(ws, "runs", "out"))
+			is.NoErr(err)
+			is.Equal(len(entries), 1) // no run, no pending directory
+			is.Equal(entries[0].Name(), ".writer.lock")
+			if ledger {
+				records, err := os.ReadFile(filepath.Join(ws, "calls.jsonl"))
+				is.NoErr(err)
+				is.Equal(bytes.Count(records, []byte("\n")), 1)                    // the call is recorded ...
+				is.True(bytes.Contains(records, []byte(`"code":"STALE_CONTEXT"`))) // ... as refused
+			}
+		})
+	}
+}
