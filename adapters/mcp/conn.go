@@ -81,9 +81,9 @@ func (t *lineTransport) Connect(context.Context) (sdk.Connection, error) {
 // of it; its count shrinks to its arguments. A notifications/cancelled for a call in flight cancels it
 // here, before the next line is read, so that a call waiting for a compute
 // slot answers CANCELLED at once; the SDK gets the notification too. The
-// compute slot of a call is given back once its answer is written
-// (app.Input.Keep), so that answers not yet written count against the
-// slots.
+// compute slot of a call or a resource read is given back once its answer
+// is written (app.Input.Keep, the keep of app.Service.ReadRunFile), so
+// that answers not yet written count against the slots.
 type lineConn struct {
 	in        *bufio.Reader
 	out       io.Writer
@@ -335,7 +335,8 @@ func (c *lineConn) cancelCall(id jsonrpc.ID) {
 
 // admit is the SDK middleware that hands a tools/call to its handler: the
 // call drops what it no longer needs of its line, and its handler's
-// context is cancelled by cancelCall.
+// context is cancelled by cancelCall. Any other request gets the hook
+// that keeps a resource read's compute slot until its answer is written.
 func (c *lineConn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		c.mu.Lock()

@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ed25519"
@@ -14,10 +15,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -25,9 +28,11 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/spf13/afero"
 
+	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/adapters/mcp"
 	"github.com/metricproof/metricproof/adapters/memfs"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/ports"
 )
 
 // Results sized for a model's context and run files as resources (protocol
@@ -581,4 +586,122 @@ func TestAReadCarriesTheResultTypeOfItsRevision(t *testing.T) {
 	}
 	is.NoErr(json.Unmarshal(resultOf(t, stateless, 2), &list))
 	is.Equal(list.ResultType, "complete")
+}
+
+// watchedRuns tells, by run ID, each time a run is read.
+type watchedRuns struct {
+	ports.EvidenceStore
+	reads chan string
+}
+
+func (w watchedRuns) ReadRun(dir, runID string, names []string, limitBytes int64) (ports.SavedRun, error) {
+	w.reads <- runID
+	return w.EvidenceStore.ReadRun(dir, runID, names, limitBytes)
+}
+
+// protocol §9.8: a read keeps its compute slot until its answer is
+// written. With one slot, a second read does not start while the first
+// one's answer waits for a client that has not read it; it starts once
+// the answer is read. (Before, the slot went back as soon as the file was
+// read, and answers waiting to be written piled up in memory.) The 200 ms
+// below can only make the test miss the fault, never fail a server that
+// has none.
+func TestAReadKeepsItsSlotUntilItsAnswerIsWritten(t *testing.T) {
+	is := is.New(t)
+	w := newWorld(t)
+	cs := session(t, w.service("--output-dir", "runs"), context.Background())
+	is.Equal(callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digestOf(t, cs), "run_id": "r1"}).code(), "")
+	reads := make(chan string, 2)
+	o, _, e := cli.Parse(app.MCP, []string{"--workspace", wsRoot, "--output-dir", "runs"})
+	is.True(e == nil)
+	procs := runtime.GOMAXPROCS(1) // one compute slot
+	svc, e := app.Open(o, func(o app.Options) (app.Ports, io.Closer, error) {
+		p, c, err := w.wire(o)
+		p.Evidence = watchedRuns{EvidenceStore: p.Evidence, reads: reads}
+		return p, c, err
+	})
+	runtime.GOMAXPROCS(procs)
+	is.True(e == nil)
+	server, err := mcp.NewServer(svc, "test", context.Background())
+	is.NoErr(err)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		ss, err := mcp.Connect(context.Background(), server, inR, outW, nil, nil)
+		if err == nil {
+			_ = ss.Wait()
+		}
+		outW.Close()
+	}()
+	out := bufio.NewReader(outR)
+	send := func(l string) {
+		_, err := io.WriteString(inW, l+"\n")
+		is.NoErr(err)
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	_, err = out.ReadString('\n')
+	is.NoErr(err)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"metricproof://runs/r1/result.json"}}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"metricproof://runs/r1/receipt.json"}}`)
+	is.Equal(<-reads, "r1") // the first read has its slot
+	// One byte straight from the pipe: its answer is being written, and
+	// the write cannot finish before the rest is read.
+	is.Equal(out.Buffered(), 0)
+	_, err = io.ReadFull(outR, make([]byte, 1))
+	is.NoErr(err)
+	select {
+	case <-reads:
+		t.Fatal("the second read started while the first one's answer was not yet written")
+	case <-time.After(200 * time.Millisecond):
+	}
+	first, err := out.ReadString('\n')
+	is.NoErr(err)
+	is.True(strings.HasPrefix(first, `"jsonrpc":"2.0","id":1,`)) // the rest of the first answer
+	is.Equal(<-reads, "r1")                                      // the second read starts once the first answer is out
+	second, err := out.ReadString('\n')
+	is.NoErr(err)
+	is.True(strings.Contains(second, `"id":2`))
+	inW.Close()
+	<-ended
+}
+
+// With one compute slot, every kind of read that fails still gives its
+// slot back once answered: after a read of a missing run, a bad run ID, a
+// file a run cannot hold, a missing attestation, a run ID too long and a
+// URI of another form, a read of a good file is still answered.
+func TestEveryReadGivesItsSlotBack(t *testing.T) {
+	is := is.New(t)
+	w := newWorld(t)
+	cs := session(t, w.service("--output-dir", "runs"), context.Background())
+	is.Equal(callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digestOf(t, cs), "run_id": "r1"}).code(), "")
+	procs := runtime.GOMAXPROCS(1) // one compute slot
+	svc := w.service("--output-dir", "runs")
+	runtime.GOMAXPROCS(procs)
+	uris := []string{
+		"metricproof://runs/nope/result.json", "metricproof://runs/-x/result.json", "metricproof://runs/r1/notes.json",
+		"metricproof://runs/r1/attestation.json", "metricproof://runs/" + strings.Repeat("a", 65) + "/result.json",
+		"metricproof://runs/r1", "metricproof://runs/r1/result.json",
+	}
+	lines := []string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	}
+	for i, uri := range uris {
+		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":%q}}`, i+1, uri))
+	}
+	done := make(chan []string, 1)
+	go func() { done <- rawSession(t, svc, lines...) }()
+	var out []string
+	select {
+	case out = <-done:
+	case <-time.After(time.Minute): // a hang guard only: a slot kept forever stops every later read
+		t.Fatal("the reads were not all answered")
+	}
+	for i := range uris[:len(uris)-1] {
+		is.True(strings.Contains(lineOf(t, out, i+1), `"code":-32602`)) // not found
+	}
+	is.True(strings.Contains(lineOf(t, out, len(uris)), `"contents"`)) // the last read is answered
 }

@@ -188,8 +188,10 @@ func answerOf(t *testing.T, waitErr error, stdout, stderr string) outcome {
 	return o
 }
 
-// absolutePath finds what looks like an absolute path inside a JSON string.
-var absolutePath = regexp.MustCompile(`"/[^"]*|[ (]/[A-Za-z]`)
+// absolutePath finds what looks like an absolute path inside a JSON
+// string: at its start, or after a space, "(", ":" or "=" (a URI's "://"
+// is not one).
+var absolutePath = regexp.MustCompile(`"/[^"]*|[ (:=]/[A-Za-z]`)
 
 // fixture copies the shipped data/ and contracts/ into a fresh workspace.
 func fixture(t *testing.T) string {
