@@ -8,9 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,33 +42,16 @@ type testKey struct {
 // and dir/name.pub.pem.
 func newTestKey(t *testing.T, dir, name string) testKey {
 	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	priv, err := testutil.WriteKeyPair(dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	der, err := x509.MarshalPKIXPublicKey(priv.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
-	der, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := testKey{priv: priv, der: der, id: testutil.SHA256Hex(der),
+	return testKey{priv: priv, der: der, id: testutil.SHA256Hex(der),
 		privPath: filepath.Join(dir, name+".pem"), pubPath: filepath.Join(dir, name+".pub.pem")}
-	for _, f := range []struct {
-		path, typ string
-		der       []byte
-		mode      os.FileMode
-	}{{k.privPath, "PRIVATE KEY", privDER, 0o600}, {k.pubPath, "PUBLIC KEY", der, 0o644}} {
-		if err := os.WriteFile(f.path, pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(f.path, f.mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return k
 }
 
 // testPAE is DSSE's pre-authentication encoding, written here from the

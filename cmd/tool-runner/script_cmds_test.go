@@ -475,7 +475,7 @@ func cmdKeygen(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("keygen: %q is not ed25519, rsa or ec", args[0])
 	}
 	ts.Check(err)
-	ts.Check(writeKeyFiles(ts.MkAbs(args[1]), args[2], priv))
+	ts.Check(testutil.WriteKeyFiles(ts.MkAbs(args[1]), args[2], priv))
 }
 
 // cmdUnpem is "unpem PEM OUT".

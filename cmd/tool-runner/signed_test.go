@@ -11,9 +11,7 @@ package main
 
 import (
 	"bytes"
-	"crypto"
 	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -66,7 +64,7 @@ type testKey struct {
 // and dir/name.pub.pem.
 func newTestKey(t *testing.T, dir, name string) testKey {
 	t.Helper()
-	priv, err := writeKeyPair(dir, name)
+	priv, err := testutil.WriteKeyPair(dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,34 +72,6 @@ func newTestKey(t *testing.T, dir, name string) testKey {
 	k.privPath = filepath.Join(dir, name+".pem")
 	k.pubPath = filepath.Join(dir, name+".pub.pem")
 	return k
-}
-
-// writeKeyPair makes an Ed25519 key pair with crypto/ed25519 and writes
-// it as writeKeyFiles does.
-func writeKeyPair(dir, name string) (ed25519.PrivateKey, error) {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	return priv, writeKeyFiles(dir, name, priv)
-}
-
-// writeKeyFiles writes priv as dir/name.pem (PKCS#8 PEM, mode 0600) and
-// its public key as dir/name.pub.pem (SPKI PEM, mode 0644), making dir
-// (0700) if it is missing.
-func writeKeyFiles(dir, name string, priv crypto.Signer) error {
-	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		return err
-	}
-	pubDER, err := x509.MarshalPKIXPublicKey(priv.Public())
-	if err != nil {
-		return err
-	}
-	if err := writeModeFile(filepath.Join(dir, name+".pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}), 0o600); err != nil {
-		return err
-	}
-	return writeModeFile(filepath.Join(dir, name+".pub.pem"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644)
 }
 
 // keyOf fills a testKey's fields from its private key, no files.
@@ -113,18 +83,6 @@ func keyOf(t *testing.T, priv ed25519.PrivateKey) testKey {
 		t.Fatal(err)
 	}
 	return testKey{priv: priv, pub: pub, der: der, id: testutil.SHA256Hex(der)}
-}
-
-// writeModeFile writes data at path with exactly mode, whatever the
-// umask, making its directory (0700) if it is missing.
-func writeModeFile(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return err
-	}
-	return os.Chmod(path, mode)
 }
 
 // haveOpenSSL skips the test when openssl is not installed.

@@ -1,13 +1,18 @@
 // Package testutil holds the few helpers the tests of several packages
 // share: the shipped fixture (the repository's data/ and contracts/ files
-// that protocol §7 describes), its copy into a workspace, and the SHA256
-// of bytes as lowercase hex. It is for tests only; the standard library
-// alone.
+// that protocol §7 describes), its copy into a workspace, the SHA256 of
+// bytes as lowercase hex, and signing key files as protocol §10 reads
+// them. It is for tests only; the standard library alone.
 package testutil
 
 import (
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"os"
 	"path/filepath"
@@ -86,4 +91,44 @@ func WriteFiles(dir string, files map[string][]byte) error {
 func SHA256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// WriteKeyPair makes an Ed25519 key pair with crypto/ed25519 and writes it
+// as WriteKeyFiles does.
+func WriteKeyPair(dir, name string) (ed25519.PrivateKey, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	return priv, WriteKeyFiles(dir, name, priv)
+}
+
+// WriteKeyFiles writes priv as dir/name.pem (PKCS#8 PEM, mode 0600) and
+// its public key as dir/name.pub.pem (SPKI PEM, mode 0644), whatever the
+// umask, making dir (0700) if it is missing.
+func WriteKeyFiles(dir, name string, priv crypto.Signer) error {
+	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return err
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(priv.Public())
+	if err != nil {
+		return err
+	}
+	if err := writeModeFile(filepath.Join(dir, name+".pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}), 0o600); err != nil {
+		return err
+	}
+	return writeModeFile(filepath.Join(dir, name+".pub.pem"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644)
+}
+
+// writeModeFile writes data at path with exactly mode, whatever the
+// umask, making its directory (0700) if it is missing.
+func writeModeFile(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return err
+	}
+	return os.Chmod(path, mode)
 }

@@ -1,6 +1,9 @@
 package testutil_test
 
 import (
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,4 +55,39 @@ func mustWd(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return wd
+}
+
+// A written key pair is what protocol §10 reads: a PKCS#8 PEM private key,
+// mode 0600, whose public key is the SPKI PEM beside it, mode 0644, in a
+// directory made 0700.
+func TestWriteKeyPair(t *testing.T) {
+	is := is.New(t)
+	dir := filepath.Join(t.TempDir(), "keys")
+	priv, err := testutil.WriteKeyPair(dir, "k")
+	is.NoErr(err)
+	fi, err := os.Stat(dir)
+	is.NoErr(err)
+	is.Equal(fi.Mode().Perm(), os.FileMode(0o700))
+	for _, f := range []struct {
+		name, typ string
+		mode      os.FileMode
+	}{{"k.pem", "PRIVATE KEY", 0o600}, {"k.pub.pem", "PUBLIC KEY", 0o644}} {
+		fi, err := os.Stat(filepath.Join(dir, f.name))
+		is.NoErr(err)
+		is.Equal(fi.Mode().Perm(), f.mode) // f.name's mode
+		data, err := os.ReadFile(filepath.Join(dir, f.name))
+		is.NoErr(err)
+		block, rest := pem.Decode(data)
+		is.True(block != nil && len(rest) == 0)
+		is.Equal(block.Type, f.typ)
+		if f.typ == "PRIVATE KEY" {
+			key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+			is.NoErr(err)
+			is.True(priv.Equal(key)) // the key returned
+		} else {
+			key, err := x509.ParsePKIXPublicKey(block.Bytes)
+			is.NoErr(err)
+			is.True(priv.Public().(ed25519.PublicKey).Equal(key)) // its public key
+		}
+	}
 }
