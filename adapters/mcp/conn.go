@@ -459,6 +459,11 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 		msg = c.answerUnhandled(resp, cl)
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
+	if resp, ok := msg.(*jsonrpc.Response); ok && err != nil {
+		// Still an answer, so that the call leaves the calls in flight and
+		// gives its compute slot back.
+		data, err = rpcError(idText(resp.ID), jsonrpc.CodeInternalError, "Internal error: the answer could not be encoded"), nil
+	}
 	if err != nil {
 		return err
 	}
