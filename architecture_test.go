@@ -46,6 +46,7 @@ func layers() map[string]layer {
 		"contracts": {},
 		"internal":  {internal: []string{"internal"}},
 		"wiring":    {anything: true},
+		"devtools":  {anything: true},
 		"cmd":       {anything: true},
 	}
 }
@@ -68,6 +69,12 @@ const wirePackage = module + "/internal/wire"
 // package's own code, not even cmd's.
 const testutilPackage = module + "/internal/testutil"
 
+// toolsFolder holds the developer tools (the benchmark, the one-shot
+// differ, the build command they share): programs a developer runs, not
+// the product, so they may import anything, and nothing but other tools
+// and tests imports them.
+const toolsFolder = module + "/internal/tools/"
+
 // cliPackage parses the command line for both transports: the one adapter
 // the transports may import.
 const cliPackage = module + "/adapters/cli"
@@ -87,6 +94,9 @@ func layerOf(top, pkg string) string {
 	}
 	if pkg == wirePackage {
 		return "wiring"
+	}
+	if strings.HasPrefix(pkg, toolsFolder) {
+		return "devtools"
 	}
 	for _, d := range drivingAdapters() {
 		if pkg == d || strings.HasPrefix(pkg, d+"/") {
@@ -111,6 +121,9 @@ func check(top, pkg, imp string) error {
 	}
 	if imp == testutilPackage {
 		return fmt.Errorf("%s imports %s: only tests do", pkg, imp)
+	}
+	if strings.HasPrefix(imp, toolsFolder) && top != "devtools" {
+		return fmt.Errorf("%s imports %s: only the developer tools and tests do", pkg, imp)
 	}
 	if l.anything {
 		return nil
@@ -240,6 +253,8 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"domain", module + "/domain", module + "/internal/testinputs"},
 		{"tools", module + "/tools/x", "fmt"},
 		{"cmd", module + "/cmd/tool-runner", testutilPackage},
+		{"cmd", module + "/cmd/tool-runner", module + "/internal/tools/buildcmd"},
+		{"adapters", module + "/adapters/report", module + "/internal/tools/buildcmd"},
 		{"app", module + "/app", testutilPackage},
 	}
 	for _, tt := range tests {
@@ -254,7 +269,9 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/osfs", module + "/adapters/internal/bounded"},
 		{"adapters", module + "/adapters/porttest", module + "/adapters/memfs"},
 		{"cmd", module + "/cmd/tool-runner", module + "/adapters/osfs"},
-		{"cmd", module + "/cmd/bench", module + "/internal/testinputs"},
+		{"internal", module + "/internal/tools/bench", module + "/internal/testinputs"},
+		{"internal", module + "/internal/tools/bench", "github.com/modelcontextprotocol/go-sdk/mcp"},
+		{"internal", module + "/internal/tools/oneshotdiff", module + "/internal/tools/buildcmd"},
 		{"internal", module + "/internal/testinputs", "encoding/json"},
 		{"internal", testutilPackage, "testing"},
 		{"adapters", module + "/adapters/stdio", module + "/app"},

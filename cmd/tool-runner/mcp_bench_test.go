@@ -32,7 +32,7 @@ import (
 //	go test ./cmd/tool-runner -run '^$' -bench BenchmarkMCP -benchmem
 //	go test ./cmd/tool-runner -run '^$' -bench 'BenchmarkMCP/rows=10000/analyze' -cpuprofile cpu.out
 //
-// cmd/bench -mcp measures the same against the built binary.
+// internal/tools/bench -mcp measures the same against the built binary.
 func BenchmarkMCP(b *testing.B) {
 	root := filepath.Join("..", "..")
 	desc, err := os.ReadFile(filepath.Join(root, "testdata", "max-sources.json"))
