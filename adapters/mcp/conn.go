@@ -11,8 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/metricproof/metricproof/app"
 )
 
 // MaxLineBytes is the longest message line the server reads; a longer one
@@ -99,11 +97,11 @@ type lineConn struct {
 	// inFlight holds the calls handed to the SDK and not yet answered, by
 	// ID. A call whose ID is in it is refused here: the SDK would answer it
 	// with nothing, and the session could never end.
-	inFlight map[jsonrpc.ID]*call
+	inFlight map[jsonrpc.ID]*pending
 	// byExtra finds a tools/call the SDK hands to the middleware.
-	byExtra map[*sdk.RequestExtra]*call
-	held    int   // bytes the calls in flight hold, as counted
-	alone   *call // a tools/call that has not yet taken its place
+	byExtra map[*sdk.RequestExtra]*pending
+	held    int      // bytes the calls in flight hold, as counted
+	alone   *pending // a tools/call that has not yet taken its place
 	changed chan struct{}
 	done    bool // the connection is closed
 
@@ -112,7 +110,7 @@ type lineConn struct {
 }
 
 // call is one call handed to the SDK and not yet answered.
-type call struct {
+type pending struct {
 	req   *jsonrpc.Request
 	extra *sdk.RequestExtra
 	held  int // what the call holds, as counted
@@ -142,7 +140,7 @@ func newLineConn(in io.Reader, out io.Writer, stop <-chan struct{}, unhandled Un
 	c := &lineConn{
 		in: bufio.NewReaderSize(in, MaxLineBytes+2), out: out, stop: stop, unhandled: unhandled,
 		want: make(chan struct{}), lines: make(chan line), changed: make(chan struct{}, 1),
-		inFlight: map[jsonrpc.ID]*call{}, byExtra: map[*sdk.RequestExtra]*call{}, closed: make(chan struct{}),
+		inFlight: map[jsonrpc.ID]*pending{}, byExtra: map[*sdk.RequestExtra]*pending{}, closed: make(chan struct{}),
 	}
 	c.idle = sync.NewCond(&c.mu)
 	return c
@@ -295,7 +293,7 @@ func (c *lineConn) take(l line) (jsonrpc.Message, error) {
 		}
 		return req, nil
 	}
-	cl := &call{req: req, extra: &sdk.RequestExtra{}, held: callBytes + m.heldBytes(),
+	cl := &pending{req: req, extra: &sdk.RequestExtra{}, held: callBytes + m.heldBytes(),
 		toolCall: m.toolCall, tool: m.tool, arguments: bytes.Clone(m.arguments), // the line is the reader's
 		idBytes: len(idText(req.ID)), outsideHeld: m.heldBytes(), hasMeta: m.hasMeta}
 	if m.toolCall {
@@ -374,8 +372,7 @@ func (c *lineConn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 		if cancelled {
 			cancel()
 		}
-		hooks := func(in *app.Input) { c.serving(cl, in) }
-		return next(context.WithValue(ctx, hooksKey{}, hooks), method, req)
+		return next(context.WithValue(ctx, hooksKey{}, &hooks{c: c, cl: cl}), method, req)
 	}
 }
 
@@ -383,35 +380,44 @@ func (c *lineConn) admit(next sdk.MethodHandler) sdk.MethodHandler {
 // over the line transport.
 type hooksKey struct{}
 
-// withHooks sets in's arguments and hooks for the call the handler of ctx
-// serves, when it serves one over the line transport.
-func withHooks(ctx context.Context, in *app.Input) {
-	if hooks, ok := ctx.Value(hooksKey{}).(func(*app.Input)); ok {
-		hooks(in)
-	}
+// hooks are what the handler of a call over the line transport does
+// with the connection.
+type hooks struct {
+	c  *lineConn
+	cl *pending
 }
 
-// serving sets in's arguments and hooks for the call cl: the arguments as
-// they arrived; the connection reads its next line once the call has its
-// place, and gives its compute slot back once its answer is written.
-func (c *lineConn) serving(cl *call, in *app.Input) {
-	c.mu.Lock()
-	in.Data, cl.arguments = cl.arguments, nil
-	c.mu.Unlock()
-	in.Arrived = func() {
-		c.mu.Lock()
-		if c.alone == cl {
-			c.alone = nil
-		}
-		c.mu.Unlock()
-		c.signal()
-	}
-	in.Keep = func(release func()) { c.keep(cl, release) }
+// hooksOf is the hooks of the call the handler of ctx serves, or nil.
+func hooksOf(ctx context.Context) *hooks {
+	h, _ := ctx.Value(hooksKey{}).(*hooks)
+	return h
 }
+
+// arguments are the call's arguments as they arrived.
+func (h *hooks) arguments() []byte {
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	args := h.cl.arguments
+	h.cl.arguments = nil
+	return args
+}
+
+// arrived lets the connection read its next line: the call has its place.
+func (h *hooks) arrived() {
+	h.c.mu.Lock()
+	if h.c.alone == h.cl {
+		h.c.alone = nil
+	}
+	h.c.mu.Unlock()
+	h.c.signal()
+}
+
+// keep gives the call's compute slot back once its answer is written.
+func (h *hooks) keep(release func()) { h.c.keep(h.cl, release) }
 
 // keep holds release, which gives a compute slot back, until the answer
 // of cl is written; at once when it already was.
-func (c *lineConn) keep(cl *call, release func()) {
+func (c *lineConn) keep(cl *pending, release func()) {
 	c.mu.Lock()
 	if c.inFlight[cl.req.ID] == cl { // not yet answered: always, from a handler
 		cl.release, release = release, nil
@@ -451,7 +457,7 @@ func (c *lineConn) drain() error {
 
 // Write implements sdk.Connection: one message, one line, one write.
 func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
-	var cl *call
+	var cl *pending
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.mu.Lock()
 		cl = c.inFlight[resp.ID]
@@ -500,7 +506,7 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 // answerUnhandled returns the response to write for resp: the tool's own
 // answer when resp is the SDK's cancellation error for a tools/call whose
 // handler never ran (the handler never answers with an error), else resp.
-func (c *lineConn) answerUnhandled(resp *jsonrpc.Response, cl *call) jsonrpc.Message {
+func (c *lineConn) answerUnhandled(resp *jsonrpc.Response, cl *pending) jsonrpc.Message {
 	if c.unhandled == nil || cl == nil || resp.Error == nil || !errors.Is(resp.Error, context.Canceled) {
 		return resp
 	}

@@ -23,7 +23,7 @@ func TestAnAnswerThatCannotBeEncodedIsAnInternalError(t *testing.T) {
 	id, err := jsonrpc.MakeID(float64(7))
 	is.NoErr(err)
 	released := 0
-	cl := &call{req: &jsonrpc.Request{ID: id}, extra: &sdk.RequestExtra{}, held: 100, release: func() { released++ }}
+	cl := &pending{req: &jsonrpc.Request{ID: id}, extra: &sdk.RequestExtra{}, held: 100, release: func() { released++ }}
 	c.inFlight[id], c.byExtra[cl.extra], c.held = cl, cl, cl.held
 	is.NoErr(c.Write(context.Background(), &jsonrpc.Response{ID: id, Result: json.RawMessage(`{`)})) // not JSON
 	var m struct {

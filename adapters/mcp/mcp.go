@@ -31,6 +31,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/app/protocol"
 )
 
@@ -60,7 +61,7 @@ in flight, and exits 0.
 // server stops taking calls, cancels the calls in flight, writes their
 // answers and returns 0.
 func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, wire app.Wire, version string) int {
-	o, help, e := cli.Parse(app.MCP, args)
+	o, help, e := cli.Parse(cli.MCP, args)
 	if e != nil {
 		return optionFault(stderr, e)
 	}
@@ -68,22 +69,23 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		_, _ = io.WriteString(stdout, Usage)
 		return 0
 	}
-	svc, e := app.Open(o, wire)
-	if e != nil {
-		return optionFault(stderr, e)
+	svc, err := app.Open(o.Options, wire)
+	if err != nil {
+		return optionFault(stderr, err)
 	}
 	defer svc.Close()
-	if e := svc.CheckPaths(); e != nil {
-		return optionFault(stderr, e)
+	if err := svc.CheckPaths(); err != nil {
+		return optionFault(stderr, err)
 	}
-	server, err := NewServer(svc, version, ctx)
+	calls := call.New(svc)
+	server, err := NewServer(calls, o.ListLimit, version, ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", app.InternalError, err)
+		fmt.Fprintf(stderr, "%s: %v\n", protocol.InternalError, err)
 		return 2
 	}
-	session, err := Connect(context.WithoutCancel(ctx), server, stdin, stdout, ctx.Done(), unhandled(svc))
+	session, err := Connect(context.WithoutCancel(ctx), server, stdin, stdout, ctx.Done(), unhandled(calls, o.ListLimit))
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: the session could not start\n", app.InternalError)
+		fmt.Fprintf(stderr, "%s: the session could not start\n", protocol.InternalError)
 		return 2
 	}
 	_ = session.Wait() // the end of input, or a stop after the calls in flight
@@ -92,7 +94,8 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 
 // optionFault reports a fault of the options or of their paths: one line
 // naming its code, exit 2.
-func optionFault(stderr io.Writer, e *app.Error) int {
+func optionFault(stderr io.Writer, err error) int {
+	e := protocol.ErrorOf(err)
 	fmt.Fprintf(stderr, "%s: %s\n", e.Code, e.Message)
 	return 2
 }
@@ -101,8 +104,8 @@ func optionFault(stderr io.Writer, e *app.Error) int {
 // files as resources, capabilities "tools" and "resources" (neither sends
 // list-changed notifications). stop cancels every call in flight when it
 // is done.
-func NewServer(svc *app.Service, version string, stop context.Context) (*sdk.Server, error) {
-	tools, err := Tools(svc.ListLimit())
+func NewServer(calls *call.Calls, listLimit int, version string, stop context.Context) (*sdk.Server, error) {
+	tools, err := Tools(listLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -111,9 +114,9 @@ func NewServer(svc *app.Service, version string, stop context.Context) (*sdk.Ser
 		Logger:       slog.New(slog.DiscardHandler),
 	})
 	for _, t := range tools {
-		server.AddTool(t, handler(svc, t.Name, stop))
+		server.AddTool(t, handler(calls, call.Transport{Name: "mcp", ListLimit: listLimit}, t.Name, stop))
 	}
-	res := newResources(svc)
+	res := newResources(calls)
 	// The SDK's read reaches the template's handler only for a URI the
 	// middleware lets through (templated); the middleware answers any
 	// other URI itself.
@@ -128,7 +131,7 @@ func NewServer(svc *app.Service, version string, stop context.Context) (*sdk.Ser
 // params.arguments go to the app as they arrived; the answer is the
 // response object of protocol §3, as the text content and as the structured
 // content, with isError exactly when ok is false.
-func handler(svc *app.Service, tool string, stop context.Context) sdk.ToolHandler {
+func handler(calls *call.Calls, t call.Transport, tool string, stop context.Context) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -137,9 +140,21 @@ func handler(svc *app.Service, tool string, stop context.Context) sdk.ToolHandle
 		if req.Params != nil {
 			raw = req.Params.Arguments
 		}
-		in := app.Input{Transport: app.MCPCalls{}, Tool: tool, Data: raw}
-		withHooks(ctx, &in) // over the line transport, the arguments come from it
-		return toolResult(svc.Serve(ctx, in)), nil
+		h := hooksOf(ctx) // over the line transport, the arguments come from it
+		if h != nil {
+			raw = h.arguments()
+		}
+		p := calls.ArriveCall(tool)
+		if h != nil {
+			h.arrived()
+		}
+		a := calls.Tool(ctx, t, p, tool, raw)
+		if h != nil {
+			h.keep(a.Done)
+		} else {
+			a.Done()
+		}
+		return toolResult(a), nil
 	}
 }
 
@@ -147,7 +162,7 @@ func handler(svc *app.Service, tool string, stop context.Context) sdk.ToolHandle
 // protocol §3 (its lists cut, with "truncated", §9) as the text content and
 // as the structured content, with isError exactly when ok is false; then
 // a resource_link to each run file the answer is about.
-func toolResult(a app.Answer) *sdk.CallToolResult {
+func toolResult(a call.Answer) *sdk.CallToolResult {
 	content := make([]sdk.Content, 0, 1+len(a.Files))
 	content = append(content, &sdk.TextContent{Text: string(a.JSON)})
 	for _, f := range a.Files {
@@ -170,13 +185,15 @@ func toolResult(a app.Answer) *sdk.CallToolResult {
 // handler ran, as the handler would have: the app, under a context that
 // is already cancelled, checks and records it, and answers CANCELLED (or
 // the request check that fails first).
-func unhandled(svc *app.Service) Unhandled {
+func unhandled(calls *call.Calls, listLimit int) Unhandled {
 	return func(tool string, arguments json.RawMessage) (*sdk.CallToolResult, bool) {
 		if !slices.Contains(protocol.Tools(), tool) {
 			return nil, false
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		return toolResult(svc.Serve(ctx, app.Input{Transport: app.MCPCalls{}, Tool: tool, Data: arguments})), true
+		a := calls.Tool(ctx, call.Transport{Name: "mcp", ListLimit: listLimit}, nil, tool, arguments)
+		a.Done()
+		return toolResult(a), true
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/memfs"
 	"github.com/metricproof/metricproof/adapters/porttest"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -71,25 +72,49 @@ func (w *world) wire(o app.Options) (app.Ports, io.Closer, error) {
 		Engine: porttest.FixedEngine{SHA256: strings.Repeat("e", 64), GoVersion: "go1.26.8"}}, nil, nil
 }
 
+// service is the call layer over a service opened with the options of
+// "tool-runner mcp" args, and the list limit they give.
+type service struct {
+	calls     *call.Calls
+	listLimit int
+}
+
 // service opens the app with the options of "tool-runner mcp" args.
-func (w *world) service(args ...string) *app.Service {
+func (w *world) service(args ...string) service {
 	w.t.Helper()
-	o, _, e := cli.Parse(app.MCP, append([]string{"--workspace", wsRoot}, args...))
+	return w.serviceOver(w.wire, args...)
+}
+
+// serviceOver is service over another composition of the ports.
+func (w *world) serviceOver(wire app.Wire, args ...string) service {
+	w.t.Helper()
+	o, _, e := cli.Parse(cli.MCP, append([]string{"--workspace", wsRoot}, args...))
 	if e != nil {
 		w.t.Fatal(e)
 	}
-	s, e := app.Open(o, w.wire)
-	if e != nil {
-		w.t.Fatal(e)
+	s, err := app.Open(o.Options, wire)
+	if err != nil {
+		w.t.Fatal(err)
 	}
-	return s
+	w.t.Cleanup(func() { s.Close() })
+	return service{calls: call.New(s), listLimit: o.ListLimit}
+}
+
+// server is the MCP server of svc.
+func server(t *testing.T, svc service, stop context.Context) *sdk.Server {
+	t.Helper()
+	server, err := mcp.NewServer(svc.calls, svc.listLimit, "test", stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return server
 }
 
 // session connects an SDK client to the server of svc over the SDK's
 // in-memory transports.
-func session(t *testing.T, svc *app.Service, stop context.Context) *sdk.ClientSession {
+func session(t *testing.T, svc service, stop context.Context) *sdk.ClientSession {
 	t.Helper()
-	server, err := mcp.NewServer(svc, "test", stop)
+	server, err := mcp.NewServer(svc.calls, svc.listLimit, "test", stop)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,14 +433,11 @@ func TestToolsListMatchesTheGoldenFile(t *testing.T) {
 
 // rawSession runs the server of svc over the line transport, feeding it
 // lines and closing its input, and returns every line it wrote.
-func rawSession(t *testing.T, svc *app.Service, lines ...string) []string {
+func rawSession(t *testing.T, svc service, lines ...string) []string {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	server, err := mcp.NewServer(svc, "test", context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	server := server(t, svc, context.Background())
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)

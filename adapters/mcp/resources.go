@@ -15,8 +15,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/call"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
+	"github.com/metricproof/metricproof/ports"
 )
 
 // Run files as resources (protocol §9): every file of a committed run is the
@@ -62,16 +64,16 @@ func runTemplate() *sdk.ResourceTemplate {
 
 // resources answers resources/list and resources/read for one server.
 type resources struct {
-	svc *app.Service
+	calls *call.Calls
 	// cursorKey authenticates this server's list cursors, so that one it
 	// never gave is refused as unknown.
 	cursorKey []byte
 }
 
-func newResources(svc *app.Service) *resources {
+func newResources(calls *call.Calls) *resources {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // crypto/rand never fails on supported systems
-	return &resources{svc: svc, cursorKey: key}
+	return &resources{calls: calls, cursorKey: key}
 }
 
 // middleware answers resources/list and resources/read itself and hands
@@ -117,11 +119,16 @@ func (r *resources) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 func (r *resources) read(ctx context.Context, uri string) (*sdk.ReadResourceResult, error) {
 	runID, name, ok := parseRunFileURI(uri)
 	if !ok {
-		return nil, notFound(uri, "a run file's URI is "+runURIPrefix+"<run_id>/<file>, file one of "+strings.Join(app.RunFileNames(), ", "))
+		return nil, notFound(uri, "a run file's URI is "+runURIPrefix+"<run_id>/<file>, file one of "+strings.Join(ports.RunFileNames(), ", "))
 	}
-	data, e := r.svc.ReadRunFile(ctx, runID, name, keeperOf(ctx))
-	switch {
-	case e != nil && e.Code == app.MissingResult:
+	data, done, err := r.calls.ReadRunFile(ctx, nil, runID, name)
+	if keep := keeperOf(ctx); keep != nil {
+		keep(done)
+	} else {
+		defer done()
+	}
+	switch e := protocol.ErrorOf(err); {
+	case e != nil && e.Code == protocol.MissingResult:
 		return nil, notFound(uri, e.Message)
 	case e != nil:
 		return nil, readFailure(uri, e)
@@ -140,7 +147,7 @@ func (r *resources) read(ctx context.Context, uri string) (*sdk.ReadResourceResu
 // only letters, digits, '-', '_' and '.'.
 func templated(uri string) bool {
 	runID, name, ok := parseRunFileURI(uri)
-	return ok && domain.ValidID(runID) && slices.Contains(app.RunFileNames(), name)
+	return ok && domain.ValidID(runID) && slices.Contains(ports.RunFileNames(), name)
 }
 
 // textBytes is the length of data, valid UTF-8, as a JSON string's
@@ -187,21 +194,21 @@ func (r *resources) list(ctx context.Context, cursor string) (*sdk.ListResources
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: unknown cursor; list from the start, without one"}
 		}
 	}
-	runs, more, e := r.svc.Runs(ctx, after, RunsPerPage)
-	if e != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: the runs could not be listed: " + e.Message}
+	runs, more, err := r.calls.Runs(ctx, after, RunsPerPage)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: the runs could not be listed: " + protocol.ErrorOf(err).Message}
 	}
 	res := &sdk.ListResourcesResult{Cacheable: sdk.Cacheable{CacheScope: "public"}, Resources: []*sdk.Resource{}}
 	for _, run := range runs {
 		res.Resources = append(res.Resources, &sdk.Resource{
-			URI:      RunFileURI(run.RunID, app.ResultFile),
-			Name:     run.RunID,
+			URI:      RunFileURI(run.Name, ports.ResultFile),
+			Name:     run.Name,
 			MIMEType: runFileMIMEType,
 			Size:     run.ResultBytes,
 		})
 	}
 	if more {
-		res.NextCursor = r.sealCursor(runs[len(runs)-1].RunID)
+		res.NextCursor = r.sealCursor(runs[len(runs)-1].Name)
 	}
 	return res, nil
 }
@@ -235,7 +242,7 @@ func notFound(uri, why string) error {
 }
 
 // readFailure is a read that failed: -32603, with the URI in data.
-func readFailure(uri string, e *app.Error) error {
+func readFailure(uri string, e *protocol.Error) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: the resource could not be read (" + string(e.Code) + "): " + e.Message, Data: uriData(uri)}
 }
 

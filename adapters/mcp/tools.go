@@ -10,7 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/contracts"
 	"github.com/metricproof/metricproof/domain"
@@ -261,7 +261,7 @@ func (docs schemas) outputSchema(tool string, listLimit int) (json.RawMessage, e
 	if err != nil {
 		return nil, err
 	}
-	for _, pointer := range app.CutLists(tool) {
+	for _, pointer := range call.CutLists(tool) {
 		if err := limitList(inlined, strings.TrimPrefix(pointer, "/result/"), listLimit); err != nil {
 			return nil, fmt.Errorf("%s's outputSchema: %s: %w", tool, pointer, err)
 		}
@@ -278,7 +278,7 @@ func (docs schemas) outputSchema(tool string, listLimit int) (json.RawMessage, e
 // the pointers of the lists it may cut, each mapped to a full length
 // greater than listLimit.
 func truncatedSchema(tool string, listLimit int) map[string]any {
-	lists := app.CutLists(tool)
+	lists := call.CutLists(tool)
 	if len(lists) == 0 {
 		return map[string]any{
 			"description":          "The lists this answer cut: this tool's answers cut none, so always {}.",
@@ -289,7 +289,7 @@ func truncatedSchema(tool string, listLimit int) map[string]any {
 	}
 	alternatives := make([]string, len(lists))
 	for i, l := range lists {
-		alternatives[i] = strings.ReplaceAll(regexp.QuoteMeta(strings.TrimPrefix(l, "/result/")), regexp.QuoteMeta(app.AnyIndex), "[0-9]+")
+		alternatives[i] = strings.ReplaceAll(regexp.QuoteMeta(strings.TrimPrefix(l, "/result/")), regexp.QuoteMeta(call.AnyIndex), "[0-9]+")
 	}
 	whole := "The complete lists are in the committed run's result.json (resource metricproof://runs/{run_id}/result.json)."
 	if tool == protocol.ToolInspect {
@@ -305,7 +305,7 @@ func truncatedSchema(tool string, listLimit int) map[string]any {
 }
 
 // limitList states in the inlined result schema that the list at path
-// (names of properties, app.AnyIndex for the items of an array) holds at
+// (names of properties, call.AnyIndex for the items of an array) holds at
 // most k items: maxItems, and every minItems lowered to k, in the list's
 // own schema and in the conditions of the object holding it.
 func limitList(schema any, path string, k int) error {
@@ -313,7 +313,7 @@ func limitList(schema any, path string, k int) error {
 	steps := strings.Split(path, "/")
 	for _, step := range steps[:len(steps)-1] {
 		var next map[string]any
-		if step == app.AnyIndex {
+		if step == call.AnyIndex {
 			next, _ = node["items"].(map[string]any)
 		} else {
 			props, _ := node["properties"].(map[string]any)

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 )
 
@@ -72,7 +73,7 @@ func newPage(r app.Review) page {
 		p.Verdict = []span{txt("Run "), code(r.RunID), txt(": verified")}
 	} else {
 		where := ""
-		if r.Fault.Code == app.LedgerTampered && r.FaultLine > 0 {
+		if r.Fault.Code == protocol.LedgerTampered && r.FaultLine > 0 {
 			where = fmt.Sprintf(" at ledger line %d", r.FaultLine)
 		}
 		p.Verdict = []span{txt("Run "), code(r.RunID), txt(": do not rely on this run — "), code(string(r.Fault.Code)), txt(where + ": " + r.Fault.Message)}
@@ -259,7 +260,7 @@ func ledgerRecord(r app.Review) string {
 	} else {
 		s = fmt.Sprintf("not recorded: none of the ledger's %s names this run", count(int(l.Records), "record", "records"))
 	}
-	if !l.Verified && r.Fault != nil && r.Fault.Code != app.LedgerTampered {
+	if !l.Verified && r.Fault != nil && r.Fault.Code != protocol.LedgerTampered {
 		s += fmt.Sprintf("; the ledger's chain is damaged as well, at line %d", l.BadLine)
 	}
 	return s

@@ -17,6 +17,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/mcp"
 	"github.com/metricproof/metricproof/adapters/osfs"
 	"github.com/metricproof/metricproof/app"
+	appcall "github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/internal/testinputs"
 	"github.com/metricproof/metricproof/internal/wire"
@@ -108,16 +109,16 @@ func BenchmarkMCP(b *testing.B) {
 // connects the SDK's client to it through pipes.
 func benchSession(b *testing.B, ws string, eng *engine.Self) *sdk.ClientSession {
 	b.Helper()
-	o, _, e := cli.Parse(app.MCP, []string{"--workspace", ws, "--output-dir", "runs"})
+	o, _, e := cli.Parse(cli.MCP, []string{"--workspace", ws, "--output-dir", "runs"})
 	if e != nil {
 		b.Fatal(e)
 	}
-	svc, e := app.Open(o, wire.Real(eng))
-	if e != nil {
-		b.Fatal(e)
+	svc, err := app.Open(o.Options, wire.Real(eng))
+	if err != nil {
+		b.Fatal(err)
 	}
 	b.Cleanup(func() { svc.Close() })
-	server, err := mcp.NewServer(svc, "bench", context.Background())
+	server, err := mcp.NewServer(appcall.New(svc), o.ListLimit, "bench", context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package app
+package call
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 )
@@ -96,7 +97,7 @@ func cutLists(result any, k int) (any, truncation) {
 		j.UnmatchedKeys = cutList(j.UnmatchedKeys, k, pointerUnmatchedKeys, &t)
 		r.Release.Blockers = cutBlockers(r.Release.Blockers, k, pointerAnalyzeBlocker, &t)
 		return r, t
-	case InspectResult:
+	case app.InspectResult:
 		r.ReleaseBlockers = cutBlockers(r.ReleaseBlockers, k, pointerInspectBlocker, &t)
 		return r, t
 	}
