@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path"
+	"time"
 
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
@@ -32,13 +33,6 @@ type Artifacts struct {
 	Attestation string `json:"attestation,omitempty"`
 }
 
-// RunFile is one file of a committed run.
-type RunFile struct {
-	RunID, Name string
-	// Size is its length in bytes.
-	Size int
-}
-
 // Analyze is analyze (protocol §6.2): it computes the result over sources
 // whose digest must be digest and commits it, with its receipt and
 // checksums (and its attestation when a signing key is given), as the run
@@ -61,15 +55,15 @@ func (s *Service) Analyze(ctx context.Context, runID, digest string, hold *Ledge
 	if err := s.checkCancel(ctx, "before work"); err != nil {
 		return Run{}, err
 	}
-	out, err := s.outputLocation(true)
+	out, err := s.places.outputLocation(true)
 	if err != nil {
 		return Run{}, err
 	}
-	snap, err := s.readSources()
+	snap, err := s.sources.read()
 	if err != nil {
 		return Run{}, sourceFault(fileOf(err), err)
 	}
-	_, result, err := s.compute(snap)
+	_, result, err := s.sources.compute(snap)
 	if err != nil {
 		return Run{}, sourceFault("", err)
 	}
@@ -118,7 +112,7 @@ func (s *Service) Analyze(ctx context.Context, runID, digest string, hold *Ledge
 func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) ([]ports.File, string, error) {
 	// result.json first: it does not need the engine, whose hash may still
 	// be running on another core.
-	resultBytes, resultSum := s.savedResult(snap, &result, resultSizeHint(&result))
+	resultBytes, resultSum := s.sources.savedResult(snap, &result, ResultSizeHint(&result, true))
 	engine, err := s.p.Engine.Identity()
 	if err != nil {
 		return nil, "", engineFault()
@@ -154,6 +148,21 @@ func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) (
 		files = append(files, ports.File{Name: ports.AttestationFile, Data: attestation})
 	}
 	return files, resultSum, nil
+}
+
+// newReceipt is the receipt of run runID, made now.
+func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, resultSHA256 string, now time.Time) Receipt {
+	return Receipt{
+		ProtocolVersion: protocol.Version,
+		RunID:           runID,
+		DefinitionID:    domain.DefinitionID,
+		Sources:         snap.hashes(),
+		SourceDigest:    snap.digest(),
+		EngineSHA256:    engine.SHA256,
+		ResultSHA256:    resultSHA256,
+		CreatedAt:       now.UTC().Format(createdAtLayout),
+		Build:           BuildOf(engine),
+	}
 }
 
 // commit writes the run under the writer lock: collision check, staged and
@@ -198,7 +207,7 @@ func (s *Service) commit(ctx context.Context, dir, runID, digest string, files [
 			return err
 		}
 	}
-	again, rerr := s.readSources()
+	again, rerr := s.sources.read()
 	if rerr != nil {
 		return sourceFault(fileOf(rerr), rerr)
 	}

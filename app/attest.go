@@ -36,23 +36,22 @@ func attestRun(key ed25519.PrivateKey, receipt []byte, receiptSum, resultSum str
 	return attest.Sign(key, runSubjects(receiptSum, resultSum), receipt, encodeSaved)
 }
 
-// signatureValid: the receipt names a signer whose key ID is the hash of
-// its key (the trusted key, when one is given), and the run's
-// attestation is a DSSE envelope with one valid signature by that key over
-// a statement whose subjects are exactly the receipt and result bytes and
-// whose predicate is the receipt.
-func (a *audit) signatureValid() error {
+// checkSignature is the check signature_valid of run runID (protocol
+// §10.4): its receipt names a signer whose key ID is the hash of its key
+// (trusted, when it is not nil), and its attestation is a DSSE envelope
+// with one valid signature by that key over a statement whose subjects are
+// exactly the receipt and result bytes and whose predicate is the receipt.
+func checkSignature(runID string, signer *Signer, receipt, result, attestation []byte, trusted ed25519.PublicKey) error {
 	found := func(format string, args ...any) error {
 		return protocol.Errorf(protocol.SignatureInvalid, format, args...)
 	}
-	signer := a.parsedReceipt.Signer
 	switch {
-	case signer == nil && a.attestation != nil:
-		return found("run %s holds %s but its receipt names no signer: the receipt was changed after signing, or the file added; do not rely on this run", a.runID, ports.AttestationFile)
+	case signer == nil && attestation != nil:
+		return found("run %s holds %s but its receipt names no signer: the receipt was changed after signing, or the file added; do not rely on this run", runID, ports.AttestationFile)
 	case signer == nil:
-		return found("run %s is not signed, and --trusted-key accepts only runs signed by that key; verify it without --trusted-key, or make a signed run with analyze --signing-key", a.runID)
-	case a.attestation == nil:
-		return found("the receipt of run %s names a signer but the run holds no %s: its signature was removed, so nothing shows who made it; do not rely on this run", a.runID, ports.AttestationFile)
+		return found("run %s is not signed, and --trusted-key accepts only runs signed by that key; verify it without --trusted-key, or make a signed run with analyze --signing-key", runID)
+	case attestation == nil:
+		return found("the receipt of run %s names a signer but the run holds no %s: its signature was removed, so nothing shows who made it; do not rely on this run", runID, ports.AttestationFile)
 	}
 	key, err := attest.ParseKey(signer.KeyID, signer.PublicKey)
 	switch {
@@ -63,10 +62,10 @@ func (a *audit) signatureValid() error {
 	case err != nil:
 		return found("the signer's public_key in %s is not an Ed25519 public key in SPKI DER; do not rely on this run", ports.ReceiptFile)
 	}
-	if a.s.trustedKey != nil && !key.Is(a.s.trustedKey) {
-		return found("run %s is signed by a key other than the trusted key, so the trusted key's holder did not make it; verify it with its signer's public key only if you trust that signer", a.runID)
+	if trusted != nil && !key.Is(trusted) {
+		return found("run %s is signed by a key other than the trusted key, so the trusted key's holder did not make it; verify it with its signer's public key only if you trust that signer", runID)
 	}
-	err = attest.Check(a.attestation, key, runSubjects(domain.SHA256Hex(a.receipt), domain.SHA256Hex(a.result)), a.receipt)
+	err = attest.Check(attestation, key, runSubjects(domain.SHA256Hex(receipt), domain.SHA256Hex(result)), receipt)
 	switch {
 	case err == nil:
 		return nil

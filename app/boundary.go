@@ -24,14 +24,21 @@ func within(p, base string) bool {
 	return base == "." || p == base || len(p) > len(base) && p[:len(base)] == base && p[len(base)] == '/'
 }
 
+// places resolves the operator's paths, the output directory's and the
+// ledger's, and holds them to where they may lie.
+type places struct {
+	paths ports.PathResolver
+	opts  Options
+}
+
 // outputLocation resolves the operator's output directory, which must lie
 // inside the workspace (protocol §1) whichever tool runs. For analyze, write
 // applies the write boundary of protocol §6 too: not the workspace itself,
 // clear of the protected folders (wherever their own symlinks lead), and
 // not inside existing evidence. Last, what exists there must be a
 // directory.
-func (s *Service) outputLocation(write bool) (ports.Location, error) {
-	out, err := s.p.Paths.Resolve(s.opts.OutputDir)
+func (s places) outputLocation(write bool) (ports.Location, error) {
+	out, err := s.paths.Resolve(s.opts.OutputDir)
 	if err != nil {
 		return ports.Location{}, outputFault(err)
 	}
@@ -64,12 +71,12 @@ func outputFault(err error) *protocol.Error {
 
 // writable is the write boundary of protocol §6 for a resolved path what
 // names: not the workspace itself, and clear of the protected folders.
-func (s *Service) writable(rel, what string) error {
+func (s places) writable(rel, what string) error {
 	if rel == "." {
 		return fmt.Errorf("%s may not be the workspace itself", what)
 	}
 	for _, name := range protectedFolders() {
-		folder, err := s.p.Paths.Resolve(name)
+		folder, err := s.paths.Resolve(name)
 		if err != nil {
 			continue // a protected folder that leads outside cannot hold it
 		}
@@ -85,7 +92,7 @@ func (s *Service) writable(rel, what string) error {
 // evidence, which would then never verify again. The evidence store checks
 // again where it creates the output directory, for a run committed
 // meanwhile.
-func (s *Service) clearOfEvidence(rel, what string) error {
+func (s places) clearOfEvidence(rel, what string) error {
 	if rel == "." {
 		return nil
 	}
@@ -96,7 +103,7 @@ func (s *Service) clearOfEvidence(rel, what string) error {
 		}
 		dir := path.Join(parts[:i+1]...)
 		for _, name := range ports.RunFileNames() {
-			if loc, err := s.p.Paths.Resolve(path.Join(dir, name)); err == nil && loc.Exists {
+			if loc, err := s.paths.Resolve(path.Join(dir, name)); err == nil && loc.Exists {
 				return fmt.Errorf("%s may not be or sit inside a run directory", what)
 			}
 		}
@@ -113,8 +120,8 @@ func (s *Service) clearOfEvidence(rel, what string) error {
 // read-only service checks any file (one a tool call made included:
 // runs/result.json, its directory looking like a run's because of the
 // ledger itself).
-func (s *Service) ledgerLocation() (string, error) {
-	loc, err := s.p.Paths.Resolve(s.opts.Ledger)
+func (s places) ledgerLocation() (string, error) {
+	loc, err := s.paths.Resolve(s.opts.Ledger)
 	if err != nil {
 		return "", ledgerPlaceFault(err)
 	}
@@ -128,7 +135,7 @@ func (s *Service) ledgerLocation() (string, error) {
 	dirRel := path.Dir(loc.Rel)
 	var out *ports.Location
 	if s.opts.OutputDir != "" {
-		if o, err := s.p.Paths.Resolve(s.opts.OutputDir); err == nil {
+		if o, err := s.paths.Resolve(s.opts.OutputDir); err == nil {
 			out = &o
 		}
 	}
@@ -150,7 +157,7 @@ func (s *Service) ledgerLocation() (string, error) {
 	if out != nil && (loc.Rel == out.Rel || dirRel != out.Rel && within(dirRel, out.Rel)) {
 		return "", elsewhere("the ledger may lie in the output directory itself or outside it, never below it")
 	}
-	dir, err := s.p.Paths.Resolve(dirRel)
+	dir, err := s.paths.Resolve(dirRel)
 	switch {
 	case err != nil:
 		return "", ledgerPlaceFault(err)

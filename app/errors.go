@@ -79,6 +79,18 @@ func engineFault() *protocol.Error {
 	return protocol.Errorf(protocol.IOOrNumericError, "the running engine could not be hashed")
 }
 
+// runFault is a run, or its file name (when not empty), that could not be
+// read.
+func runFault(runID, name string, err error) *protocol.Error {
+	switch {
+	case errors.Is(err, ports.ErrOutside):
+		return protocol.Errorf(protocol.PathBoundary, "the run resolves outside the workspace")
+	case name != "":
+		return protocol.Errorf(protocol.IOOrNumericError, "%s of run %s could not be read%s", name, runID, because(err))
+	}
+	return protocol.Errorf(protocol.IOOrNumericError, "the run %s could not be read%s", runID, because(err))
+}
+
 // because names the cause of an I/O failure in words the operator can act
 // on, and what to do about it, when the adapter recognised it: " (no space
 // left on the device: free space on that file system, then retry)". It

@@ -15,13 +15,6 @@ type InspectResult struct {
 	ReleaseBlockers []domain.Blocker  `json:"release_blockers"`
 }
 
-// RowCounts counts the data rows of each CSV source.
-type RowCounts struct {
-	Customers    int `json:"customers"`
-	Groups       int `json:"groups"`
-	Transactions int `json:"transactions"`
-}
-
 // Inspect is inspect_inputs (protocol §6.1): it reads and validates the
 // sources and reports their digest and the release blockers. It writes
 // nothing.
@@ -33,15 +26,15 @@ func (s *Service) Inspect(ctx context.Context) (InspectResult, error) {
 		return InspectResult{}, err
 	}
 	if s.opts.OutputDir != "" {
-		if _, err := s.outputLocation(false); err != nil {
+		if _, err := s.places.outputLocation(false); err != nil {
 			return InspectResult{}, err
 		}
 	}
-	snap, err := s.readSources()
+	snap, err := s.sources.read()
 	if err != nil {
 		return InspectResult{}, sourceFault(fileOf(err), err)
 	}
-	rows, blockers, err := s.blockers(snap)
+	rows, blockers, err := s.sources.blockers(snap)
 	if err != nil {
 		return InspectResult{}, sourceFault("", err)
 	}

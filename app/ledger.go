@@ -47,7 +47,7 @@ func (s *Service) CheckLedger(ctx context.Context) error {
 	if s.ledger == "" {
 		return nil
 	}
-	rel, err := s.ledgerLocation()
+	rel, err := s.places.ledgerLocation()
 	if err != nil {
 		return err
 	}

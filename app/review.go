@@ -108,7 +108,7 @@ func (s *Service) Review(ctx context.Context, runID string) (r Review, err error
 			r, err = Review{}, protocol.Errorf(protocol.InternalError, "the engine failed unexpectedly while it verified the run; nothing was written")
 		}
 	}()
-	if _, err := s.outputLocation(false); err != nil {
+	if _, err := s.places.outputLocation(false); err != nil {
 		return Review{}, err
 	}
 	r = Review{RunID: runID, TrustedKey: s.trustedKey != nil, Disclaimer: Disclaimer()}

@@ -41,7 +41,7 @@ func (s *Service) ReadRunFile(ctx context.Context, runID, name string) ([]byte, 
 	case s.opts.OutputDir == "":
 		return missing("the server has no --output-dir, so it holds no runs")
 	}
-	out, err := s.outputLocation(false)
+	out, err := s.places.outputLocation(false)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (s *Service) Runs(ctx context.Context, after string, n int) ([]ports.Listed
 	if s.opts.OutputDir == "" {
 		return nil, false, nil
 	}
-	out, err := s.outputLocation(false)
+	out, err := s.places.outputLocation(false)
 	if err != nil {
 		return nil, false, err
 	}

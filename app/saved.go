@@ -19,6 +19,13 @@ import (
 // trailing newline. The same value always gives the same bytes, which is
 // what makes result.json reproducible.
 
+// RunFile is one file of a committed run.
+type RunFile struct {
+	RunID, Name string
+	// Size is its length in bytes.
+	Size int
+}
+
 // MaxSavedBytes is the read-back limit of each saved file.
 const MaxSavedBytes = 4 << 20
 
@@ -40,11 +47,14 @@ func encodeResult(r *domain.Result, sizeHint int) []byte {
 	return append(b, '\n')
 }
 
-// resultSizeHint is a close upper bound of result.json's size, so that its
-// buffer is allocated once: the contributions, subjects and keys are
-// nearly all of it.
-func resultSizeHint(r *domain.Result) int {
-	const perRow, perID = 90, 12 // the keys, punctuation and indentation around each
+// ResultSizeHint is a close upper bound of a result's JSON size, in the
+// saved layout (indented) or compact, so that its buffer is allocated
+// once: the contributions, subjects and keys are nearly all of it.
+func ResultSizeHint(r *domain.Result, indented bool) int {
+	perRow, perID := 48, 4 // the keys and punctuation around each
+	if indented {
+		perRow, perID = 90, 12 // and the indentation
+	}
 	n := 4096
 	for i := range r.Revenue.Contributions {
 		c := &r.Revenue.Contributions[i]
@@ -122,20 +132,6 @@ func BuildOf(id ports.EngineIdentity) Build {
 		ModuleVersion: optional(id.ModuleVersion),
 		VCSRevision:   optional(id.VCSRevision),
 		VCSModified:   id.VCSModified,
-	}
-}
-
-func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, resultSHA256 string, now time.Time) Receipt {
-	return Receipt{
-		ProtocolVersion: protocol.Version,
-		RunID:           runID,
-		DefinitionID:    domain.DefinitionID,
-		Sources:         snap.hashes(),
-		SourceDigest:    snap.digest(),
-		EngineSHA256:    engine.SHA256,
-		ResultSHA256:    resultSHA256,
-		CreatedAt:       now.UTC().Format(createdAtLayout),
-		Build:           BuildOf(engine),
 	}
 }
 

@@ -5,55 +5,11 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"io"
-	"sync/atomic"
 	"time"
 
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/ports"
 )
-
-// Options are the operator's choices the use cases need, from the command
-// line (package adapters/cli parses them). Paths are the operator's and
-// never a request's.
-type Options struct {
-	// Workspace is the directory holding the sources.
-	Workspace string
-	// OutputDir holds the run directories; empty when not given.
-	OutputDir string
-	// CancelFile is the cancel marker's path; empty when not given.
-	CancelFile string
-	// Ledger is the call ledger's path; empty when not given.
-	Ledger string
-	// SigningKey and TrustedKey are the paths of the operator's Ed25519
-	// private and public key; empty when not given. They may lie anywhere.
-	SigningKey string
-	TrustedKey string
-	// ReadOnly opens the service to read evidence only ("tool-runner
-	// ledger" and "tool-runner report"): nothing will be appended to the
-	// ledger, so it may be any file in the workspace (protocol §11.2).
-	ReadOnly bool
-}
-
-// Ports are the adapters the use cases run on.
-type Ports struct {
-	Sources  ports.SourceReader
-	Paths    ports.PathResolver
-	Evidence ports.EvidenceStore
-	// Ledger keeps the call ledger; needed only with --ledger.
-	Ledger ports.LedgerStore
-	// Keys reads the signing keys; needed only with --signing-key or
-	// --trusted-key.
-	Keys   ports.KeyReader
-	Cancel ports.Canceller
-	Clock  ports.Clock
-	Engine ports.Engine
-}
-
-// Wire opens the adapters for the operator's options: the composition
-// root's one job. It reports ports.ErrMissing or ports.ErrNotDir when the
-// workspace is not an existing directory. The closer releases what it
-// opened.
-type Wire func(Options) (Ports, io.Closer, error)
 
 // Service holds the use cases over one set of ports for one operator's
 // options. It is safe for concurrent use, but for one rule: analyze
@@ -71,8 +27,8 @@ type Service struct {
 	// key verify_result accepts. Either may be nil.
 	signingKey ed25519.PrivateKey
 	trustedKey ed25519.PublicKey
-	// memo is the last computation from sources read (memo.go).
-	memo atomic.Pointer[memo]
+	sources    sources
+	places     places
 }
 
 // Open wires the ports for the options and checks what every call needs
@@ -89,13 +45,13 @@ func Open(o Options, wire Wire) (s *Service, err error) {
 	if werr != nil {
 		return nil, workspaceFault(werr)
 	}
-	s = &Service{p: p, closer: closer, opts: o}
+	s = &Service{p: p, closer: closer, opts: o, sources: sources{port: p.Sources}, places: places{paths: p.Paths, opts: o}}
 	if err := s.readKeys(); err != nil {
 		s.Close()
 		return nil, err
 	}
 	if o.Ledger != "" {
-		rel, err := s.ledgerLocation()
+		rel, err := s.places.ledgerLocation()
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -123,7 +79,7 @@ func (s *Service) Now() time.Time { return s.p.Clock.Now() }
 // checks again.
 func (s *Service) CheckPaths() error {
 	if s.opts.OutputDir != "" {
-		if _, err := s.outputLocation(true); err != nil {
+		if _, err := s.places.outputLocation(true); err != nil {
 			return err
 		}
 	}
@@ -133,7 +89,7 @@ func (s *Service) CheckPaths() error {
 		}
 	}
 	if s.ledger != "" {
-		if _, err := s.ledgerLocation(); err != nil {
+		if _, err := s.places.ledgerLocation(); err != nil {
 			return err
 		}
 	}

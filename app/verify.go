@@ -92,13 +92,13 @@ func (a *audit) recompute() {
 		return
 	}
 	a.recomputedOnce = true
-	if a.snap, a.readErr = a.s.readSources(); a.readErr != nil {
+	if a.snap, a.readErr = a.s.sources.read(); a.readErr != nil {
 		return
 	}
-	if _, a.fresh, a.computeErr = a.s.compute(a.snap); a.computeErr != nil {
+	if _, a.fresh, a.computeErr = a.s.sources.compute(a.snap); a.computeErr != nil {
 		return
 	}
-	a.freshBytes, a.freshSum = a.s.savedResult(a.snap, &a.fresh, len(a.result))
+	a.freshBytes, a.freshSum = a.s.sources.savedResult(a.snap, &a.fresh, len(a.result))
 }
 
 // Verify is verify_result (protocol §6.3): it re-reads the run O/runID,
@@ -133,7 +133,7 @@ func (s *Service) audit(ctx context.Context, runID string) (a *audit, done []str
 	if err := s.checkCancel(ctx, "before work"); err != nil {
 		return nil, nil, "", err
 	}
-	out, err := s.outputLocation(false)
+	out, err := s.places.outputLocation(false)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -155,18 +155,6 @@ func (s *Service) audit(ctx context.Context, runID string) (a *audit, done []str
 		done = append(done, c.name)
 	}
 	return a, done, "", nil
-}
-
-// runFault is a run, or its file name (when not empty), that could not be
-// read.
-func runFault(runID, name string, err error) *protocol.Error {
-	switch {
-	case errors.Is(err, ports.ErrOutside):
-		return protocol.Errorf(protocol.PathBoundary, "the run resolves outside the workspace")
-	case name != "":
-		return protocol.Errorf(protocol.IOOrNumericError, "%s of run %s could not be read%s", name, runID, because(err))
-	}
-	return protocol.Errorf(protocol.IOOrNumericError, "the run %s could not be read%s", runID, because(err))
 }
 
 // present: the run exists and none of its three files is missing.
@@ -275,6 +263,12 @@ func (a *audit) resultBound() error {
 		return tampered("%s names another definition than its receipt", ports.ResultFile)
 	}
 	return nil
+}
+
+// signatureValid: the run is signed by the receipt's signer, or by the
+// trusted key (checkSignature).
+func (a *audit) signatureValid() error {
+	return checkSignature(a.runID, a.parsedReceipt.Signer, a.receipt, a.result, a.attestation, a.s.trustedKey)
 }
 
 // signed reports whether signature_valid applies (protocol §10): the receipt

@@ -85,6 +85,33 @@ const (
 	Interrupted
 )
 
+// ArriveCall takes the places of a call of tool in the service's lines,
+// without waiting: a transport that reads its next message only once the
+// call it read has arrived keeps its calls in the order of its input
+// (protocol §9.8: calls wait in arrival order). A call handed to Tool
+// without a place takes it there.
+func (c *Calls) ArriveCall(tool string) *Place {
+	p := c.place()
+	if tool == protocol.ToolAnalyze {
+		p.commit = c.commits.arrive()
+	} else {
+		p.compute = c.slots.arrive()
+	}
+	return p
+}
+
+// ArriveRead takes the place of a resource read in the service's lines,
+// without waiting, as ArriveCall does for a call.
+func (c *Calls) ArriveRead() *Place {
+	p := c.place()
+	p.compute = c.slots.arrive()
+	return p
+}
+
+// place is a place in no line yet: a one-shot call's, which takes its
+// places once its request names its tool.
+func (c *Calls) place() *Place { return &Place{commits: c.commits, slots: c.slots} }
+
 // OneShot answers a one-shot call (protocol §1–§3): data is the whole
 // request as read from standard input, or as much as short says.
 func (c *Calls) OneShot(ctx context.Context, t Transport, data []byte, short Short) Answer {
@@ -163,7 +190,7 @@ func (r request) decode(heard protocol.Call) (protocol.Call, error) {
 // its Done.
 func (c *Calls) serve(ctx context.Context, t Transport, p *Place, r request) (a Answer) {
 	if p == nil {
-		p = &Place{c: c} // a one-shot call takes its places once its tool is known
+		p = c.place() // a one-shot call takes its places once its tool is known
 		if r.tool != "" {
 			p = c.ArriveCall(r.tool)
 		}

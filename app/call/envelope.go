@@ -169,7 +169,7 @@ func encodeEnvelope(env *envelope, encoded []byte) ([]byte, error) {
 
 // encodeResult is a result's compact JSON, for encodeEnvelope.
 func encodeResult(r *domain.Result) []byte {
-	b, err := jsonout.Append(make([]byte, 0, resultSizeHint(r)), r, false)
+	b, err := jsonout.Append(make([]byte, 0, app.ResultSizeHint(r, false)), r, false)
 	if err != nil {
 		return nil // the envelope encodes it again, and meets the error there
 	}
@@ -181,32 +181,7 @@ func encodeResult(r *domain.Result) []byte {
 // rows.
 func answerSizeHint(result any) int {
 	if r, ok := result.(domain.Result); ok {
-		return 2048 + resultSizeHint(&r)
+		return 2048 + app.ResultSizeHint(&r, false)
 	}
 	return 2048
-}
-
-// resultSizeHint is a close upper bound of a result's compact JSON size:
-// the contributions, subjects and keys are nearly all of it.
-func resultSizeHint(r *domain.Result) int {
-	const perRow, perID = 48, 4 // the keys and punctuation around each
-	n := 4096
-	for i := range r.Revenue.Contributions {
-		c := &r.Revenue.Contributions[i]
-		n += perRow + len(c.TransactionID)
-		if c.NetRevenue != nil {
-			n += len(*c.NetRevenue)
-		}
-	}
-	for _, list := range [][]string{r.CustomerJoin.DuplicateKeys, r.CustomerJoin.UnmatchedKeys} {
-		for _, id := range list {
-			n += perID + len(id)
-		}
-	}
-	for _, b := range r.Release.Blockers {
-		for _, id := range b.Subjects {
-			n += perID + len(id)
-		}
-	}
-	return n
 }

@@ -273,7 +273,7 @@ func BenchmarkEncode(b *testing.B) {
 			b.SetBytes(int64(len(saved(b, &r))))
 			b.ReportAllocs()
 			for b.Loop() {
-				_, _ = jsonout.Append(make([]byte, 0, 2*resultSizeHint(&r)), &r, true)
+				_, _ = jsonout.Append(make([]byte, 0, app.ResultSizeHint(&r, true)), &r, true)
 			}
 		})
 		b.Run(fmt.Sprintf("response/rows=%d", rows), func(b *testing.B) {

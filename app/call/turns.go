@@ -100,29 +100,9 @@ func (p *place) release() {
 // arrives ([Calls.ArriveCall], [Calls.ArriveRead]), and waits for it once
 // it has passed its checks.
 type Place struct {
-	c       *Calls
-	commit  *place
-	compute *place
+	commits, slots  *turns
+	commit, compute *place
 }
-
-// ArriveCall takes the places of a call of tool in the service's lines,
-// without waiting: a transport that reads its next message only once the
-// call it read has arrived keeps its calls in the order of its input
-// (protocol §9.8: calls wait in arrival order). A call handed to Tool
-// without a place takes it there.
-func (c *Calls) ArriveCall(tool string) *Place {
-	p := &Place{c: c}
-	if tool == protocol.ToolAnalyze {
-		p.commit = c.commits.arrive()
-	} else {
-		p.compute = c.slots.arrive()
-	}
-	return p
-}
-
-// ArriveRead takes the place of a resource read in the service's lines,
-// without waiting, as ArriveCall does for a call.
-func (c *Calls) ArriveRead() *Place { return &Place{c: c, compute: c.slots.arrive()} }
 
 // take waits for the call's turns: an analyze first for the commit turn,
 // holding no compute slot meanwhile, then every call for a compute slot.
@@ -131,14 +111,14 @@ func (c *Calls) ArriveRead() *Place { return &Place{c: c, compute: c.slots.arriv
 func (p *Place) take(ctx context.Context, tool string) error {
 	if tool == protocol.ToolAnalyze {
 		if p.commit == nil {
-			p.commit = p.c.commits.arrive()
+			p.commit = p.commits.arrive()
 		}
 		if !p.commit.wait(ctx) {
 			return cancelledWhile("while waiting for another analyze of this server")
 		}
 	}
 	if p.compute == nil { // an analyze arrives at the compute slots once it has its turn
-		p.compute = p.c.slots.arrive()
+		p.compute = p.slots.arrive()
 	}
 	if !p.compute.wait(ctx) {
 		return cancelledWhile("while waiting for a compute slot")
