@@ -619,16 +619,12 @@ func TestAReadKeepsItsSlotUntilItsAnswerIsWritten(t *testing.T) {
 		return p, c, err
 	}, "--output-dir", "runs")
 	runtime.GOMAXPROCS(procs)
-	server := server(t, svc, context.Background())
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		ss, err := mcp.Connect(context.Background(), server, inR, outW, nil, nil)
-		if err == nil {
-			_ = ss.Wait()
-		}
+		_ = mcp.ServeStdio(svc.calls, svc.listLimit, "test", inR, outW, context.Background())
 		outW.Close()
 	}()
 	out := bufio.NewReader(outR)

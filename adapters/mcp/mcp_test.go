@@ -100,16 +100,6 @@ func (w *world) serviceOver(wire app.Wire, args ...string) service {
 	return service{calls: call.New(s), listLimit: o.ListLimit}
 }
 
-// server is the MCP server of svc.
-func server(t *testing.T, svc service, stop context.Context) *sdk.Server {
-	t.Helper()
-	server, err := mcp.NewServer(svc.calls, svc.listLimit, "test", stop)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return server
-}
-
 // session connects an SDK client to the server of svc over the SDK's
 // in-memory transports.
 func session(t *testing.T, svc service, stop context.Context) *sdk.ClientSession {
@@ -431,24 +421,20 @@ func TestToolsListMatchesTheGoldenFile(t *testing.T) {
 	is.Equal(string(first), wantCompact.String())
 }
 
-// rawSession runs the server of svc over the line transport, feeding it
+// rawSession runs the server of svc over its stdio stream, feeding it
 // lines and closing its input, and returns every line it wrote.
 func rawSession(t *testing.T, svc service, lines ...string) []string {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	server := server(t, svc, context.Background())
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
 		defer outW.Close()
-		ss, err := mcp.Connect(context.Background(), server, inR, outW, nil, nil)
-		if err != nil {
+		if err := mcp.ServeStdio(svc.calls, svc.listLimit, "test", inR, outW, context.Background()); err != nil {
 			t.Errorf("the session did not start: %v", err)
 			_ = inR.CloseWithError(err) // the writer below stops too
-			return
 		}
-		_ = ss.Wait()
 	}()
 	go func() {
 		for _, l := range lines {
@@ -509,4 +495,47 @@ func TestTheSDKsDepthLimitIsInvalidRequestUnderItsID(t *testing.T) {
 		}
 		is.Equal(code, tt.code) // the answer to tt.id
 	}
+}
+
+// Arguments longer than the request limit never reach the SDK, which would
+// hold megabytes of them four times over (protocol §9.7): the tool still
+// answers REQUEST_LIMIT under the call's id, recorded with the SHA256 of
+// the raw arguments as they arrived; under another tool's name the SDK
+// still answers -32602, and a ping carrying such arguments is still a ping.
+func TestArgumentsOverTheLimitAreAnsweredWithoutTheSDKHoldingThem(t *testing.T) {
+	is := is.New(t)
+	w := newWorld(t)
+	args := `{"x":"` + strings.Repeat("é", 70_000) + `"}` // 140 KB of 70,000 characters
+	out := rawSession(t, w.service("--output-dir", "runs", "--ledger", "calls.jsonl"),
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze","arguments":`+args+`}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"rm_rf","arguments":`+args+`}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"arguments":`+args+`}}`,
+	)
+	var first struct {
+		Result struct {
+			IsError bool `json:"isError"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+	is.NoErr(json.Unmarshal([]byte(lineOf(t, out, 1)), &first))
+	is.True(first.Result.IsError)
+	var body struct {
+		RequestID string `json:"request_id"`
+		Error     struct{ Code, Message string }
+	}
+	is.NoErr(json.Unmarshal([]byte(first.Result.Content[0].Text), &body))
+	is.Equal(body.Error.Code, "REQUEST_LIMIT")
+	is.True(assignedID(body.RequestID)) // a run_id inside arguments over the limit is not read
+	is.True(strings.Contains(lineOf(t, out, 2), `"code":-32602`))
+	is.True(strings.Contains(lineOf(t, out, 3), `"result":{}`))
+	recs := ledgerLines(t, w)
+	is.Equal(len(recs), 1) // the tool call, and nothing else
+	is.Equal(recs[0]["code"], "REQUEST_LIMIT")
+	is.Equal(recs[0]["request_id"], body.RequestID)
+	is.Equal(recs[0]["input_sha256"], testutil.SHA256Hex([]byte(args))) // the bytes as they arrived
+	is.Equal(recs[0]["response_sha256"], testutil.SHA256Hex([]byte(first.Result.Content[0].Text)))
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
@@ -64,16 +63,16 @@ func runTemplate() *sdk.ResourceTemplate {
 
 // resources answers resources/list and resources/read for one server.
 type resources struct {
-	calls *call.Calls
+	h handlers
 	// cursorKey authenticates this server's list cursors, so that one it
 	// never gave is refused as unknown.
 	cursorKey []byte
 }
 
-func newResources(calls *call.Calls) *resources {
+func newResources(h handlers) *resources {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // crypto/rand never fails on supported systems
-	return &resources{calls: calls, cursorKey: key}
+	return &resources{h: h, cursorKey: key}
 }
 
 // middleware answers resources/list and resources/read itself and hands
@@ -121,12 +120,12 @@ func (r *resources) read(ctx context.Context, uri string) (*sdk.ReadResourceResu
 	if !ok {
 		return nil, notFound(uri, "a run file's URI is "+runURIPrefix+"<run_id>/<file>, file one of "+strings.Join(ports.RunFileNames(), ", "))
 	}
-	data, done, err := r.calls.ReadRunFile(ctx, nil, runID, name)
-	if keep := keeperOf(ctx); keep != nil {
-		keep(done)
-	} else {
-		defer done()
-	}
+	ctx, c, end := r.h.begin(ctx)
+	defer end()
+	p := r.h.calls.ArriveRead()
+	c.arrived()
+	data, done, err := r.h.calls.ReadRunFile(ctx, p, runID, name)
+	c.answered(done)
 	switch e := protocol.ErrorOf(err); {
 	case e != nil && e.Code == protocol.MissingResult:
 		return nil, notFound(uri, e.Message)
@@ -194,7 +193,7 @@ func (r *resources) list(ctx context.Context, cursor string) (*sdk.ListResources
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: unknown cursor; list from the start, without one"}
 		}
 	}
-	runs, more, err := r.calls.Runs(ctx, after, RunsPerPage)
+	runs, more, err := r.h.calls.Runs(ctx, after, RunsPerPage)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: the runs could not be listed: " + protocol.ErrorOf(err).Message}
 	}

@@ -125,6 +125,16 @@ func (c *Calls) Tool(ctx context.Context, t Transport, p *Place, tool string, ar
 	return c.serve(ctx, t, p, request{tool: tool, data: args, cut: t.ListLimit})
 }
 
+// ToolOverLimit answers a call of tool whose arguments were longer than
+// protocol.RequestLimitChars and were not kept, of which sum is the SHA256
+// of their raw bytes: REQUEST_LIMIT, recorded as Tool records it. A
+// transport that would otherwise hold megabytes of arguments no check can
+// accept uses it (protocol §9.7: a line costs at most a few times its
+// size).
+func (c *Calls) ToolOverLimit(ctx context.Context, t Transport, p *Place, tool, sum string) Answer {
+	return c.serve(ctx, t, p, request{tool: tool, short: OverLimit, sum: sum, cut: t.ListLimit})
+}
+
 // ReadRunFile reads a file of a committed run for a resource read
 // (protocol §9.6, app.Service.ReadRunFile), once it has a compute slot,
 // waiting in arrival order with the calls (p is its place from
@@ -148,7 +158,9 @@ type request struct {
 	tool  string
 	data  []byte
 	short Short
-	cut   int
+	// sum is the SHA256 of a tool call's arguments not kept (OverLimit).
+	sum string
+	cut int
 }
 
 // heard is the call as known before any check, which every answer
@@ -164,6 +176,9 @@ func (r request) heard(c *Calls) protocol.Call {
 // the answer.
 func (r request) decode(heard protocol.Call) (protocol.Call, error) {
 	if r.tool != "" {
+		if r.short == OverLimit {
+			return heard, protocol.ArgumentsTooLong()
+		}
 		c, e := protocol.DecodeMCP(heard, r.data)
 		if e != nil {
 			return c, e
@@ -285,9 +300,12 @@ func record(t Transport, r request, o outcome, a Answer) ledger.Record {
 		Status:         "success",
 		ResponseSHA256: domain.SHA256Hex(a.JSON),
 	}
-	if r.short == Whole { // only a whole input has a hash to record
+	switch {
+	case r.short == Whole: // only a whole input has a hash to record
 		sum := domain.SHA256Hex(r.data)
 		rec.InputSHA256 = &sum
+	case r.sum != "": // or one taken before it was let go
+		rec.InputSHA256 = &r.sum
 	}
 	if a.Code != "" {
 		code := string(a.Code)

@@ -116,7 +116,7 @@ func DecodeRequest(data []byte) (Call, *Error) {
 // when there is one), so that every answer carries it, refusals included.
 func MCPCall(tool string, raw []byte, assign func() string) Call {
 	c := Call{Tool: tool, ToolHeard: true, IDHeard: true}
-	if tool == ToolAnalyze && chars(raw) <= RequestLimitChars {
+	if tool == ToolAnalyze && Chars(raw) <= RequestLimitChars {
 		if v, err := jsonvalue.Parse(raw); err == nil {
 			if id, ok := v.Get("run_id"); ok && id.Kind == jsonvalue.String && domain.ValidID(id.Text) {
 				c.ID = id.Text
@@ -131,8 +131,8 @@ func MCPCall(tool string, raw []byte, assign func() string) Call {
 // DecodeMCP runs the checks of protocol §2 and §9 on the raw params.arguments
 // of the MCP call c (absent when raw is empty).
 func DecodeMCP(c Call, raw []byte) (Call, *Error) {
-	if chars(raw) > RequestLimitChars {
-		return c, Errorf(RequestLimit, "arguments is longer than %d characters", RequestLimitChars)
+	if Chars(raw) > RequestLimitChars {
+		return c, ArgumentsTooLong()
 	}
 	if len(raw) == 0 {
 		raw = []byte("{}") // absent
@@ -238,10 +238,16 @@ func IsDigest(s string) bool {
 	return true
 }
 
-// chars counts the characters of data as the stdio transport does: each
-// byte that does not continue a UTF-8 sequence, which is the code point
-// count of valid UTF-8 (invalid UTF-8 is refused by the JSON check).
-func chars(data []byte) int {
+// ArgumentsTooLong is the answer to a tool call whose arguments are longer
+// than RequestLimitChars.
+func ArgumentsTooLong() *Error {
+	return Errorf(RequestLimit, "arguments is longer than %d characters", RequestLimitChars)
+}
+
+// Chars counts the characters of data as the request limit counts them:
+// each byte that does not continue a UTF-8 sequence, which is the code
+// point count of valid UTF-8 (invalid UTF-8 is refused by the JSON check).
+func Chars(data []byte) int {
 	n := 0
 	for _, b := range data {
 		if b&0xC0 != 0x80 {

@@ -118,16 +118,12 @@ func benchSession(b *testing.B, ws string, eng *engine.Self) *sdk.ClientSession 
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { svc.Close() })
-	server, err := mcp.NewServer(appcall.New(svc), o.ListLimit, "bench", context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	ss, err := mcp.Connect(context.Background(), server, inR, outW, nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	served := make(chan error, 1)
+	go func() {
+		served <- mcp.ServeStdio(appcall.New(svc), o.ListLimit, "bench", inR, outW, context.Background())
+	}()
 	client := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
@@ -136,7 +132,9 @@ func benchSession(b *testing.B, ws string, eng *engine.Self) *sdk.ClientSession 
 	b.Cleanup(func() {
 		cs.Close()
 		inW.Close()
-		_ = ss.Wait()
+		if err := <-served; err != nil {
+			b.Error(err)
+		}
 	})
 	return cs
 }
