@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"path"
 	"time"
 
 	"github.com/metricproof/metricproof/app/protocol"
@@ -87,18 +86,17 @@ func (s *Service) Analyze(ctx context.Context, runID, digest string, hold *Ledge
 			beside(&result)
 		}()
 	}
-	if err := s.commit(ctx, out.Rel, runID, digest, files, hold); err != nil {
+	if err := s.commit(ctx, out, runID, digest, files, hold); err != nil {
 		return Run{}, err // beside's work is not wanted
 	}
 	<-done
-	dir := path.Join(out.Rel, runID)
 	run := Run{ID: runID, Result: result, ResultSHA256: resultSum, Artifacts: Artifacts{
-		Result:    path.Join(dir, ports.ResultFile),
-		Receipt:   path.Join(dir, ports.ReceiptFile),
-		Checksums: path.Join(dir, ports.ChecksumsFile),
+		Result:    join(out, runID, ports.ResultFile),
+		Receipt:   join(out, runID, ports.ReceiptFile),
+		Checksums: join(out, runID, ports.ChecksumsFile),
 	}}
 	if s.signingKey != nil {
-		run.Artifacts.Attestation = path.Join(dir, ports.AttestationFile)
+		run.Artifacts.Attestation = join(out, runID, ports.AttestationFile)
 	}
 	for _, f := range files {
 		run.Files = append(run.Files, RunFile{RunID: runID, Name: f.Name, Size: len(f.Data)})
@@ -174,8 +172,8 @@ func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, result
 // call's record are made under it (protocol §11.5): a lock not had within
 // the wait, or a ledger found damaged there, commits nothing, so no wait
 // ever leaves a committed run without its record.
-func (s *Service) commit(ctx context.Context, dir, runID, digest string, files []ports.File, hold *LedgerHold) (err error) {
-	runPath := path.Join(dir, runID)
+func (s *Service) commit(ctx context.Context, out ports.Location, runID, digest string, files []ports.File, hold *LedgerHold) (err error) {
+	dir, runPath := out.Rel, join(out, runID)
 	w, werr := s.p.Evidence.OpenWriter(dir)
 	if werr != nil {
 		return writeFault(dir, werr)

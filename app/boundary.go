@@ -42,7 +42,7 @@ func (s places) outputLocation(write bool) (ports.Location, error) {
 	if err != nil {
 		return ports.Location{}, outputFault(err)
 	}
-	if write {
+	if write && !out.Store {
 		if err := s.writable(out.Rel, "the output directory"); err != nil {
 			return ports.Location{}, protocol.Errorf(protocol.PathBoundary, "%v", err)
 		}
@@ -54,6 +54,25 @@ func (s places) outputLocation(write bool) (ports.Location, error) {
 		return ports.Location{}, protocol.Errorf(protocol.InvalidOutput, "the output directory exists and is not a directory")
 	}
 	return out, nil
+}
+
+// join joins a location and the names below it: as paths, or, in an
+// object store, as its URL and keys, whose scheme's "//" path.Join would
+// fold.
+func join(loc ports.Location, names ...string) string {
+	if loc.Store {
+		return strings.Join(append([]string{strings.TrimSuffix(loc.Rel, "/")}, names...), "/")
+	}
+	return path.Join(append([]string{loc.Rel}, names...)...)
+}
+
+// dirOf is the directory a location lies in, or the prefix a store's key
+// does.
+func dirOf(loc ports.Location) string {
+	if i := strings.LastIndex(loc.Rel, "/"); loc.Store && i > 0 {
+		return loc.Rel[:i]
+	}
+	return path.Dir(loc.Rel)
 }
 
 // outputFault is an output directory that could not be resolved.
@@ -129,10 +148,10 @@ func (s places) ledgerLocation() (string, error) {
 	elsewhere := func(format string, args ...any) error {
 		return protocol.Errorf(protocol.PathBoundary, "%s; give --ledger another path", fmt.Sprintf(format, args...))
 	}
-	if err := s.writable(loc.Rel, "the ledger"); err != nil {
-		return "", elsewhere("%v", err)
+	if err := s.writable(loc.Rel, "the ledger"); err != nil && !loc.Store {
+		return "", elsewhere("%v", err) // an object store has no workspace folders
 	}
-	dirRel := path.Dir(loc.Rel)
+	dirRel := dirOf(loc)
 	var out *ports.Location
 	if s.opts.OutputDir != "" {
 		if o, err := s.paths.Resolve(s.opts.OutputDir); err == nil {
@@ -150,7 +169,7 @@ func (s places) ledgerLocation() (string, error) {
 			// call would refuse the output directory and the ledger.
 			return "", elsewhere("the ledger may not take the name of a run file (%s) directly in the output directory", name)
 		}
-		if err := s.clearOfEvidence(dirRel, "the ledger's directory"); err != nil {
+		if err := s.clearOfEvidence(dirRel, "the ledger's directory"); err != nil && !loc.Store {
 			return "", elsewhere("%v", err)
 		}
 	}
