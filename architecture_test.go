@@ -84,7 +84,7 @@ const cliPackage = module + "/adapters/cli"
 // imports time to parse a record's), the domain and one another, never the
 // app, the ports or a module.
 func purePackages() []string {
-	return []string{module + "/app/attest", module + "/app/jsonvalue", module + "/app/ledger", module + "/app/protocol"}
+	return []string{module + "/app/attest", module + "/app/jsonout", module + "/app/jsonvalue", module + "/app/ledger", module + "/app/protocol"}
 }
 
 // layerOf names the row of the table a package's folder belongs to.
@@ -247,6 +247,10 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"app", module + "/app/ledger", module + "/ports"},
 		{"app", module + "/app/protocol", module + "/app"},
 		{"app", module + "/app/protocol", "time"},
+		{"app", module + "/app/jsonout", "os"},
+		{"app", module + "/app/jsonout", module + "/app"},
+		{"app", module + "/app/call", module + "/adapters/stdio"},
+		{"app", module + "/app/call", "github.com/modelcontextprotocol/go-sdk/mcp"},
 		{"internal", module + "/internal/testinputs", module + "/domain"},
 		{"internal", module + "/internal/testinputs", "github.com/matryer/is"},
 		{"app", module + "/app", module + "/internal/testinputs"},
@@ -280,6 +284,8 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/mcp", "github.com/modelcontextprotocol/go-sdk/mcp"},
 		{"adapters", module + "/adapters/mcp", "github.com/go-json-experiment/json/jsontext"},
 		{"app", module + "/app", module + "/app/attest"},
+		{"app", module + "/app/call", module + "/app"},
+		{"app", module + "/app/jsonout", "github.com/go-json-experiment/json/jsontext"},
 		{"adapters", module + "/adapters/stdio", cliPackage},
 		{"adapters", module + "/adapters/mcp", cliPackage},
 		{"adapters", cliPackage, module + "/app"},

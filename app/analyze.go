@@ -24,7 +24,7 @@ type Run struct {
 }
 
 // Artifacts are the paths of a committed run's files, workspace-relative
-// with forward slashes: the response's "artifacts" (protocol §3).
+// with forward slashes: the response's "artifacts".
 type Artifacts struct {
 	Result      string `json:"result,omitempty"`
 	Receipt     string `json:"receipt,omitempty"`
@@ -39,7 +39,7 @@ type Artifacts struct {
 //
 // With a ledger, hold receives the ledger's lock, taken once the run is
 // staged and kept across the last checks and the commit, so that the
-// call's record is appended under the same hold (protocol §11.5): the
+// call's record is appended under the same hold: the
 // caller records the call with [Service.Record] and releases hold. beside,
 // when not nil, runs on a goroutine of its own with the result while the
 // commit waits on its fsyncs, for work the caller would otherwise do
@@ -186,7 +186,7 @@ func (s *Service) commit(ctx context.Context, out ports.Location, runID, digest 
 		}
 	}()
 	if runPath == s.ledger {
-		// protocol §11.2 lets the ledger lie in O itself, where its name may
+		// The ledger may lie in O itself, where its name may
 		// be a run ID: that run would take the ledger's place.
 		return protocol.Errorf(protocol.OutputCollision, "%s is the call ledger's path, kept for it even before its first record: use a new run ID", runPath)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-// Signed evidence (protocol §10): package attest signs and checks the DSSE
+// Signed evidence: package attest signs and checks the DSSE
 // envelope around an in-toto statement about a run's receipt and result,
 // whose predicate is the receipt; here are the run's files and what a
 // fault means to the operator.

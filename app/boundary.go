@@ -32,7 +32,7 @@ type places struct {
 }
 
 // outputLocation resolves the operator's output directory, which must lie
-// inside the workspace (protocol §1) whichever tool runs. For analyze, write
+// inside the workspace whichever tool runs. For analyze, write
 // applies the write boundary of protocol §6 too: not the workspace itself,
 // clear of the protected folders (wherever their own symlinks lead), and
 // not inside existing evidence. Last, what exists there must be a

@@ -22,7 +22,7 @@ import (
 const ledgerWaitSeconds = 10
 
 // Transports are the names a record's transport may take: the transports
-// calls arrive by (protocol §11.3).
+// calls arrive by.
 func Transports() []string { return []string{"stdio", "mcp"} }
 
 // records are the rules of this engine's ledger records.
@@ -85,7 +85,7 @@ func ledgerReadFault(err error) *protocol.Error {
 // LedgerHold is one call's hold on the ledger's lock; its zero value holds
 // nothing. With a ledger, analyze takes the lock once its pending
 // directory is staged and keeps it across its last checks, its commit and
-// its record (protocol §11.5), so that no wait can leave a committed run
+// its record, so that no wait can leave a committed run
 // without its record; every other call takes the lock only to append its
 // record ([Service.Record]). The caller releases it once the call is
 // recorded.
@@ -219,7 +219,7 @@ type LedgerReport struct {
 }
 
 // CheckChain re-reads the whole ledger and checks every line: its shape,
-// seq from 1 without a gap, and each prev (protocol §11.6). A broken chain
+// seq from 1 without a gap, and each prev. A broken chain
 // is the report's fault; the error is for a ledger that could not be read.
 func (s *Service) CheckChain(ctx context.Context) (LedgerReport, error) {
 	return s.walkChain(ctx, nil)

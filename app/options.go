@@ -24,7 +24,7 @@ type Options struct {
 	TrustedKey string
 	// ReadOnly opens the service to read evidence only ("tool-runner
 	// ledger" and "tool-runner report"): nothing will be appended to the
-	// ledger, so it may be any file in the workspace (protocol §11.2).
+	// ledger, so it may be any file in the workspace.
 	ReadOnly bool
 }
 

@@ -35,7 +35,7 @@ type Review struct {
 	TrustedKey bool
 	// Ledger is what the ledger says of the run; nil without --ledger.
 	Ledger *LedgerEvidence
-	// Disclaimer is the verification block of every response (protocol §3),
+	// Disclaimer is the verification block of every response,
 	// field by field in its key order.
 	Disclaimer []Disclaimed
 }
@@ -76,7 +76,7 @@ type LedgerEntry struct {
 	ResultSHA256 string
 }
 
-// Disclaimed is one field of the verification block of protocol §3.
+// Disclaimed is one field of the verification block.
 type Disclaimed struct {
 	Field, Value string
 }
@@ -94,7 +94,7 @@ func Disclaimer() []Disclaimed {
 	}
 }
 
-// Review is the reviewer's page of run runID (protocol §13): it verifies
+// Review is the reviewer's page of run runID: it verifies
 // the run exactly as verify_result does, checks the ledger's chain when
 // --ledger is given, and gathers the page. It writes nothing and changes
 // no mode. The error is for no page: an option fault (the output

@@ -11,14 +11,14 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-// Run files as resources (protocol §9): the MCP server lets a client read the
+// Run files as resources (protocol §9.6): the MCP server lets a client read the
 // files of committed runs, whole and byte for byte, and list the runs. A
 // read is not a tool call: it is not recorded in the ledger, and it writes
 // nothing.
 
 // ReadRunFile returns the exact bytes of the file name of the committed
 // run runID, after the checks verify_result makes to read a run: runID in
-// the ID grammar of protocol §2, name one of ports.RunFileNames, the run a
+// the ID grammar, name one of ports.RunFileNames, the run a
 // directory inside the output directory (not a symlink), the file a
 // regular file there (not a symlink) of at most MaxSavedBytes. It writes
 // nothing, and is no tool call: it is not recorded.

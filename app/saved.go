@@ -91,7 +91,7 @@ type Receipt struct {
 	Signer *Signer `json:"signer,omitempty"`
 }
 
-// Signer is the key of a signed run (protocol §10).
+// Signer is the key of a signed run.
 type Signer struct {
 	// KeyID is the lowercase hex SHA256 of the public key's SPKI DER.
 	KeyID string `json:"key_id"`

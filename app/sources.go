@@ -173,7 +173,7 @@ type RowCounts struct {
 // only what follows from identical bytes is reused. A one-shot process
 // makes one call and never reuses anything; the MCP server, which serves
 // many calls over the same sources, answers most from the memo. It holds
-// one reading, a few megabytes at protocol §8's maximum, and is never
+// one reading, a few megabytes at the maximum inputs, and is never
 // changed once made.
 type memo struct {
 	files  map[string][]byte

@@ -101,7 +101,7 @@ func (a *audit) recompute() {
 	a.freshBytes, a.freshSum = a.s.sources.savedResult(a.snap, &a.fresh, len(a.result))
 }
 
-// Verify is verify_result (protocol §6.3): it re-reads the run O/runID,
+// Verify is verify_result: it re-reads the run O/runID,
 // checks every byte and binding against the current sources and engine,
 // recomputes the result, and names the first fault. It writes nothing.
 // The run file is the run's result.json, which the answer is about.
@@ -271,7 +271,7 @@ func (a *audit) signatureValid() error {
 	return checkSignature(a.runID, a.parsedReceipt.Signer, a.receipt, a.result, a.attestation, a.s.trustedKey)
 }
 
-// signed reports whether signature_valid applies (protocol §10): the receipt
+// signed reports whether signature_valid applies: the receipt
 // names a signer, the run holds an attestation, or a trusted key is given.
 func (a *audit) signed() bool {
 	return a.parsedReceipt.Signer != nil || a.attestation != nil || a.s.trustedKey != nil

@@ -25,7 +25,7 @@ import (
 // Command names a command of tool-runner, for its option rules.
 type Command int
 
-// The commands of tool-runner (protocol §1).
+// The commands of tool-runner.
 const (
 	// OneShot answers one call over standard input and output.
 	OneShot Command = iota
@@ -33,15 +33,14 @@ const (
 	MCP
 	// LedgerCheck checks the call ledger: "tool-runner ledger …".
 	LedgerCheck
-	// Report prints the reviewer's page of one run: "tool-runner report …"
-	// (protocol §13).
+	// Report prints the reviewer's page of one run: "tool-runner report …".
 	Report
 )
 
 // Options are a command's options: the use cases' and the command's own.
 type Options struct {
 	app.Options
-	// ListLimit is K of protocol §9.5, for mcp: DefaultListLimit unless
+	// ListLimit is K, for mcp: DefaultListLimit unless
 	// --list-limit is given.
 	ListLimit int
 	// RunID and Format are the run and the page format of "tool-runner
@@ -56,7 +55,7 @@ const (
 	MaxListLimit     = 1000
 )
 
-// The formats of the reviewer's page (protocol §13).
+// The formats of the reviewer's page.
 const (
 	FormatMarkdown = "markdown"
 	FormatHTML     = "html"

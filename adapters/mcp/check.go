@@ -23,7 +23,7 @@ import (
 // the session on). It builds no tree of the message: a 16 MiB line of
 // tiny values costs its own bytes.
 
-// The bounds of protocol §9 on one message, beside MaxLineBytes.
+// The bounds on one message, beside MaxLineBytes.
 const (
 	// MaxOutsideBytes is the most a message may hold outside the value of
 	// params.arguments: no message this server takes needs more.

@@ -56,7 +56,7 @@ type Server struct {
 }
 
 // Open parses args (the command line after "mcp"), opens the service and
-// checks every operator path as the calls will (protocol §9.1), so that a
+// checks every operator path as the calls will, so that a
 // server that could answer no analyze does not start. When the command
 // ends here (an option fault, one line on stderr naming its code, or
 // --help) it returns nil and the exit status: 2 for a fault. version is

@@ -20,7 +20,7 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-// Run files as resources (protocol §9): every file of a committed run is the
+// Run files as resources (protocol §9.6): every file of a committed run is the
 // resource metricproof://runs/<run_id>/<file>, so the complete evidence is
 // one read away from a tool result that holds only the first K items of
 // each list.
@@ -30,7 +30,7 @@ import (
 // template's handler. resources/list, and a read of any other URI, are
 // answered by a middleware in front of the SDK's own methods: the runs
 // live on disk, not in the SDK's registry, and the SDK's not-found error
-// is not the one protocol §9 pins (its code follows MCPGODEBUG, and it
+// is not the one the protocol pins (its code follows MCPGODEBUG, and it
 // writes data.uri Go-quoted, which is not JSON for a URI holding U+007F).
 
 // RunURITemplate is the URI template of a run's files.
@@ -91,7 +91,7 @@ func (r *resources) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 		case "resources/read":
 			// A URI the template's handler is reached for goes through the
 			// SDK's own read, which gives its result the revision's
-			// resultType; any other is refused here, with protocol §9's
+			// resultType; any other is refused here, with the protocol's
 			// not-found error rather than the SDK's.
 			if rr, ok := req.(*sdk.ReadResourceRequest); ok {
 				uri := ""
@@ -234,7 +234,7 @@ func (r *resources) mac(runID string) []byte {
 	return m.Sum(nil)[:16]
 }
 
-// notFound is protocol §9's resource-not-found error: -32602 whatever
+// notFound is the protocol's resource-not-found error: -32602 whatever
 // MCPGODEBUG says, with the URI in data as JSON.
 func notFound(uri, why string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Resource not found: " + why, Data: uriData(uri)}

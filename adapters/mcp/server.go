@@ -48,7 +48,7 @@ func (unwritten) answered(release func())                              { release
 // NewServer is the MCP server of calls, for any of the SDK's transports:
 // the three tools, the run files as resources, capabilities "tools" and
 // "resources" (neither sends list-changed notifications). listLimit is K
-// of protocol §9.5; version the module version it announces; stop cancels
+// of the list cut; version the module version it announces; stop cancels
 // every call in flight when it is done. A call's compute slot goes back
 // when its handler returns: the stdio server ([Server]) keeps it until the
 // answer is written.
@@ -99,7 +99,7 @@ func (h handlers) begin(ctx context.Context) (context.Context, carried, context.
 
 // tool answers tools/call of one tool: the raw bytes of params.arguments
 // go to the call layer as they arrived; the answer is the response object
-// of protocol §3 as the text content and as the structured content.
+// as the text content and as the structured content.
 func (h handlers) tool(name string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		ctx, c, end := h.begin(ctx)
@@ -122,7 +122,7 @@ func (h handlers) tool(name string) sdk.ToolHandler {
 }
 
 // toolResult is the tool result of an answer: the response object of
-// protocol §3 (its lists cut, with "truncated", §9.5) as the text content
+// protocol §3 (its lists cut, with "truncated") as the text content
 // and as the structured content, with isError exactly when ok is false;
 // then a resource_link to each run file the answer is about. An answer
 // that is not JSON (which the call layer never makes) is -32603 rather

@@ -36,7 +36,7 @@ const (
 // on the same writer the SDK writes to, a line at a time. The stream also
 // does what the SDK's transport cannot:
 //
-//   - It bounds the load (protocol §9.8). Every call it hands over is
+//   - It bounds the load. Every call it hands over is
 //     counted, by its JSON-RPC id, at what it holds until the answer with
 //     that id is written; at MaxHeldBytes it reads no further line.
 //   - It keeps calls in arrival order. A tools/call or resources/read is

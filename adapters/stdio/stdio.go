@@ -213,7 +213,7 @@ func Write(w io.Writer, line []byte) error {
 	return err
 }
 
-// LedgerCheck is "tool-runner ledger" (protocol §11.6), opened.
+// LedgerCheck is "tool-runner ledger", opened.
 type LedgerCheck struct {
 	opts   app.Options
 	svc    *app.Service

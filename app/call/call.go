@@ -37,7 +37,7 @@ type Transport struct {
 	// Name is the transport's name in the ledger's records: one of
 	// app.Transports.
 	Name string
-	// ListLimit is K (protocol §9.5): the answer to a tool call has each
+	// ListLimit is K: the answer to a tool call has each
 	// list that grows with the data cut to its first K items, and says so
 	// under "truncated". A one-shot answer is never cut.
 	ListLimit int
@@ -88,7 +88,7 @@ const (
 // ArriveCall takes the places of a call of tool in the service's lines,
 // without waiting: a transport that reads its next message only once the
 // call it read has arrived keeps its calls in the order of its input
-// (protocol §9.8: calls wait in arrival order). A call handed to Tool
+// (calls wait in arrival order). A call handed to Tool
 // without a place takes it there.
 func (c *Calls) ArriveCall(tool string) *Place {
 	p := c.place()
@@ -112,7 +112,7 @@ func (c *Calls) ArriveRead() *Place {
 // places once its request names its tool.
 func (c *Calls) place() *Place { return &Place{commits: c.commits, slots: c.slots} }
 
-// OneShot answers a one-shot call (protocol §1–§3): data is the whole
+// OneShot answers a one-shot call: data is the whole
 // request as read from standard input, or as much as short says.
 func (c *Calls) OneShot(ctx context.Context, t Transport, data []byte, short Short) Answer {
 	return c.serve(ctx, t, nil, request{data: data, short: short, cut: whole})
@@ -129,14 +129,14 @@ func (c *Calls) Tool(ctx context.Context, t Transport, p *Place, tool string, ar
 // protocol.RequestLimitChars and were not kept, of which sum is the SHA256
 // of their raw bytes: REQUEST_LIMIT, recorded as Tool records it. A
 // transport that would otherwise hold megabytes of arguments no check can
-// accept uses it (protocol §9.7: a line costs at most a few times its
+// accept uses it (a line may cost at most a few times its
 // size).
 func (c *Calls) ToolOverLimit(ctx context.Context, t Transport, p *Place, tool, sum string) Answer {
 	return c.serve(ctx, t, p, request{tool: tool, short: OverLimit, sum: sum, cut: t.ListLimit})
 }
 
 // ReadRunFile reads a file of a committed run for a resource read
-// (protocol §9.6, app.Service.ReadRunFile), once it has a compute slot,
+// (app.Service.ReadRunFile), once it has a compute slot,
 // waiting in arrival order with the calls (p is its place from
 // ArriveRead, or nil). done gives the slot back: the transport calls it
 // once the answer is written, as Answer.Done.

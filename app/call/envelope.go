@@ -11,7 +11,7 @@ import (
 
 // Answer is one call's response, encoded once: the response object of
 // protocol §3 as compact JSON (for a tool call with its lists cut and
-// "truncated", protocol §9.5). A transport writes these very bytes (the
+// "truncated"). A transport writes these very bytes (the
 // stdio line, the MCP tool result's text and structured content), and the
 // ledger hashes them.
 //
@@ -43,7 +43,7 @@ func (a Answer) Done() {
 	}
 }
 
-// envelope is the response of protocol §3, its fields in the wire's key
+// envelope is the response, its fields in the wire's key
 // order.
 type envelope struct {
 	ProtocolVersion string                `json:"protocol_version"`
@@ -55,7 +55,7 @@ type envelope struct {
 	Error           *wireError            `json:"error"`
 	Artifacts       app.Artifacts         `json:"artifacts"`
 	Verification    protocol.Verification `json:"verification"`
-	// Truncated is protocol §9.5's tenth key, for tool calls only; nil
+	// Truncated is the tenth key, for tool calls only; nil
 	// in a one-shot answer.
 	Truncated *truncation `json:"truncated,omitempty"`
 }
