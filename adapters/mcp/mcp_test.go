@@ -513,21 +513,15 @@ func TestArgumentsOverTheLimitAreAnsweredWithoutTheSDKHoldingThem(t *testing.T) 
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"rm_rf","arguments":`+args+`}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"arguments":`+args+`}}`,
 	)
-	var first struct {
-		Result struct {
-			IsError bool `json:"isError"`
-			Content []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-		} `json:"result"`
-	}
+	var first struct{ Result *sdk.CallToolResult }
 	is.NoErr(json.Unmarshal([]byte(lineOf(t, out, 1)), &first))
 	is.True(first.Result.IsError)
+	text := first.Result.Content[0].(*sdk.TextContent).Text
 	var body struct {
 		RequestID string `json:"request_id"`
 		Error     struct{ Code, Message string }
 	}
-	is.NoErr(json.Unmarshal([]byte(first.Result.Content[0].Text), &body))
+	is.NoErr(json.Unmarshal([]byte(text), &body))
 	is.Equal(body.Error.Code, "REQUEST_LIMIT")
 	is.True(assignedID(body.RequestID)) // a run_id inside arguments over the limit is not read
 	is.True(strings.Contains(lineOf(t, out, 2), `"code":-32602`))
@@ -537,5 +531,5 @@ func TestArgumentsOverTheLimitAreAnsweredWithoutTheSDKHoldingThem(t *testing.T) 
 	is.Equal(recs[0]["code"], "REQUEST_LIMIT")
 	is.Equal(recs[0]["request_id"], body.RequestID)
 	is.Equal(recs[0]["input_sha256"], testutil.SHA256Hex([]byte(args))) // the bytes as they arrived
-	is.Equal(recs[0]["response_sha256"], testutil.SHA256Hex([]byte(first.Result.Content[0].Text)))
+	is.Equal(recs[0]["response_sha256"], testutil.SHA256Hex([]byte(text)))
 }
