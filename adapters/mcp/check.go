@@ -45,7 +45,7 @@ const (
 )
 
 // message is one message that passed the checks: what the transport
-// needs to know of it. Its bytes go to the SDK as they came.
+// needs to know of it.
 type message struct {
 	// blank: nothing but white space, skipped.
 	blank bool
@@ -83,9 +83,7 @@ type scanned struct {
 	argStart, argEnd int            // the span of params.arguments; argEnd 0 when absent
 	ids              int            // how many "id" members the message has
 	id               jsontext.Value // the last of them
-	name             string         // params.name, when it is a string
 	requestID        jsontext.Value // params.requestId
-	hasMeta          bool
 	dec              *jsontext.Decoder
 	data             []byte
 }
@@ -274,22 +272,13 @@ func (s *scanned) params() error {
 				return err
 			}
 			s.argEnd = int(s.dec.InputOffset())
-		case "name", "requestId":
+		case "requestId":
 			v, err := s.dec.ReadValue()
 			if err != nil {
 				return err
 			}
 			s.count(v)
-			if key == "requestId" {
-				s.requestID = v.Clone()
-			} else if v.Kind() == '"' {
-				s.name = unquote(v)
-			}
-		case "_meta":
-			s.hasMeta = true
-			if err := s.skip(); err != nil {
-				return err
-			}
+			s.requestID = v.Clone()
 		default:
 			if err := s.skip(); err != nil {
 				return err
