@@ -21,12 +21,8 @@ import (
 // by them) before it fails unrecorded.
 const ledgerWaitSeconds = 10
 
-// Transports are the names a record's transport may take: the transports
-// calls arrive by.
-func Transports() []string { return []string{"stdio", "mcp"} }
-
 // records are the rules of this engine's ledger records.
-func records() ledger.Rules { return ledger.Rules{Transports: Transports()} }
+func records() ledger.Rules { return ledger.Rules{Transports: ledger.Transports()} }
 
 // whoHeldTheLedger says, truthfully, why a wait for the ledger's lock ran
 // out: the wait cannot tell one holder that kept it from many that took
@@ -161,7 +157,7 @@ func (s *Service) Record(hold *LedgerHold, record func() ledger.Record) error {
 		return nil
 	}
 	rec := record()
-	if !slices.Contains(Transports(), rec.Transport) {
+	if !slices.Contains(ledger.Transports(), rec.Transport) {
 		// The chain check would refuse the record: a transport's bug.
 		return protocol.Errorf(protocol.InternalError, "the call's transport has no name a record may take, so the call was not recorded")
 	}

@@ -421,3 +421,20 @@ func (m *memWorkspace) pending(dir string) []string {
 	}
 	return names
 }
+
+// A record is only ever appended with a transport the chain check accepts:
+// a transport whose name a record may not take (a transport's bug) gets
+// INTERNAL_ERROR for its call, which says the call was not recorded, and
+// the ledger gains nothing.
+func TestACallByATransportARecordCannotNameIsNotRecorded(t *testing.T) {
+	is := is.New(t)
+	m := newMem(t, testutil.Fixture(t))
+	svc, err := app.Open(app.Options{Workspace: wsRoot, Ledger: "ledger.jsonl"}, m.wire)
+	is.NoErr(err)
+	defer svc.Close()
+	a := call.New(svc).Tool(context.Background(), call.Transport{Name: "pigeon"}, nil, protocol.ToolInspect, nil)
+	a.Done()
+	is.Equal(a.Code, protocol.InternalError)
+	is.True(strings.Contains(string(a.JSON), "the call was not recorded; the call's own outcome was success"))
+	is.True(!m.exists("ledger.jsonl"))
+}

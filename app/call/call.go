@@ -35,11 +35,11 @@ import (
 // as data. The call layer never asks which transport it is.
 type Transport struct {
 	// Name is the transport's name in the ledger's records: one of
-	// app.Transports.
+	// ledger.Transports.
 	Name string
-	// ListLimit is K: the answer to a tool call has each
-	// list that grows with the data cut to its first K items, and says so
-	// under "truncated". A one-shot answer is never cut.
+	// ListLimit is K: the answer to a tool call has each list that grows
+	// with the data cut to its first K items, and says so under
+	// "truncated". A one-shot answer is never cut.
 	ListLimit int
 	// A transport that knows who calls (remote MCP over HTTP, with the
 	// verified token's issuer and subject) will describe the caller here,
