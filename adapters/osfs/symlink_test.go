@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	"golang.org/x/sys/unix"
 
 	"github.com/metricproof/metricproof/adapters/osfs"
 	"github.com/metricproof/metricproof/ports"
@@ -94,6 +95,31 @@ func TestSourcesThroughSymlinks(t *testing.T) {
 		{"a FIFO is refused without blocking", func(t *testing.T, ws, _ string) {
 			if err := syscall.Mkfifo(filepath.Join(ws, "data", "x.csv"), 0o644); err != nil {
 				t.Skip("no FIFOs here:", err)
+			}
+		}, ports.ErrNotRegular},
+		// open(2) of a socket fails (ENXIO) where a FIFO's or a device's
+		// succeeds: it is still a file that is not regular, not an I/O
+		// failure.
+		{"a socket is refused as not regular", func(t *testing.T, ws, _ string) {
+			if err := syscall.Mknod(filepath.Join(ws, "data", "x.csv"), syscall.S_IFSOCK|0o644, 0); err != nil {
+				t.Skip("no socket nodes here:", err)
+			}
+		}, ports.ErrNotRegular},
+		{"a symlink to a socket is refused as not regular", func(t *testing.T, ws, _ string) {
+			if err := syscall.Mknod(filepath.Join(ws, "data", "sock"), syscall.S_IFSOCK|0o644, 0); err != nil {
+				t.Skip("no socket nodes here:", err)
+			}
+			symlink(t, "sock", filepath.Join(ws, "data", "x.csv"))
+		}, ports.ErrNotRegular},
+		{"a character device is refused as not regular", func(t *testing.T, ws, _ string) {
+			if err := syscall.Mknod(filepath.Join(ws, "data", "x.csv"), syscall.S_IFCHR|0o644, int(unix.Mkdev(1, 3))); err != nil {
+				t.Skip("no device nodes for this user:", err) // /dev/null's numbers; root only
+			}
+		}, ports.ErrNotRegular},
+		{"a device node without a driver is refused as not regular", func(t *testing.T, ws, _ string) {
+			// open(2) of it fails with ENXIO, as a socket's does.
+			if err := syscall.Mknod(filepath.Join(ws, "data", "x.csv"), syscall.S_IFCHR|0o644, int(unix.Mkdev(4095, 4095))); err != nil {
+				t.Skip("no device nodes for this user:", err)
 			}
 		}, ports.ErrNotRegular},
 	}

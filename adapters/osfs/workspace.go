@@ -159,6 +159,10 @@ func classify(err error) error {
 		return ports.ErrMissing
 	case escapes(err):
 		return ports.ErrOutside
+	case errors.Is(err, syscall.ENXIO):
+		// open(2) of a socket, or of a device node without a driver: a
+		// file that is not regular, as a FIFO or a device is once open.
+		return ports.ErrNotRegular
 	}
 	return err
 }
