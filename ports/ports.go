@@ -54,6 +54,11 @@ var (
 	// away. flock needs only a descriptor open for reading, so any account
 	// that can open the file can hold its lock.
 	ErrLockExposed = errors.New("the lock file is open to group or others and its mode cannot be changed")
+	// ErrLinked: a lock file (the writer lock, the ledger) has more than
+	// one hard link. Its other name may lie outside the workspace, so a
+	// write or a mode change through it would reach a file the operator
+	// never named; it is refused before either.
+	ErrLinked = errors.New("the file has more than one hard link")
 )
 
 // Causes of I/O failures that an adapter recognises and wraps into the
@@ -144,7 +149,8 @@ type EvidenceStore interface {
 	// it. The lock dies with its holder. The lock file is created with
 	// mode 0600, and an existing one that grants anything to group or
 	// others is set to 0600 before it is locked (ErrLockExposed when that
-	// cannot be done). Directories it creates are made durable by Commit,
+	// cannot be done). A lock file with more than one hard link is
+	// ErrLinked, before its mode is looked at. Directories it creates are made durable by Commit,
 	// which fsyncs each into its parent.
 	//
 	// It creates dir one component at a time, and before it creates

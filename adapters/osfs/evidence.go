@@ -40,6 +40,10 @@ func (w *Workspace) OpenWriter(dir string) (_ ports.EvidenceWriter, err error) {
 		ew.release()
 		return nil, classify(err)
 	}
+	if err := oneName(ew.lock); err != nil {
+		ew.release()
+		return nil, err
+	}
 	// Before the lock is tried: a lock file an earlier version made 0644
 	// is closed to other accounts' next opens even while one of them
 	// holds it (no descriptor already open is revoked).

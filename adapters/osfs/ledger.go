@@ -46,6 +46,13 @@ func (w *Workspace) LastLine(ctx context.Context, rel string) (_ []byte, err err
 		f.Close()
 		return nil, err
 	}
+	// The call that reads the last line goes on to append to the ledger:
+	// one that is another name of a file elsewhere is refused before any
+	// work.
+	if err := oneName(f); err != nil {
+		f.Close()
+		return nil, err
+	}
 	l, err := lockWithin(ctx, w.gateFor(rel), f, lockShared, readLockWait)
 	if err != nil {
 		return nil, err
@@ -78,6 +85,10 @@ func (w *Workspace) Lock(ctx context.Context, rel string, wait time.Duration) (_
 		return nil, classify(err)
 	}
 	if err := regular(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := oneName(f); err != nil {
 		f.Close()
 		return nil, err
 	}
