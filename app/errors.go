@@ -204,6 +204,8 @@ func classify(s step, subject string, err error) *Error {
 			return fail(InvalidOutput, "the ledger's path is not one its file system accepts%s", because(err))
 		case errors.Is(err, ports.ErrNotRegular):
 			return fail(InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
+		case errors.Is(err, ports.ErrMoved):
+			return fail(PathBoundary, "a directory on the ledger's path was replaced by a symlink while the ledger was being opened; nothing was run: restore it, or give --ledger the place you mean")
 		}
 		return fail(IOOrNumericError, "the ledger could not be resolved%s", because(err))
 	case checkingLedger:

@@ -54,6 +54,12 @@ var (
 	// away. flock needs only a descriptor open for reading, so any account
 	// that can open the file can hold its lock.
 	ErrLockExposed = errors.New("the lock file is open to group or others and its mode cannot be changed")
+	// ErrMoved: a directory on a path resolved before was swapped (for a
+	// symlink) by the time it was opened.
+	ErrMoved = errors.New("a directory on the path changed after the path was resolved")
+	// ErrRecordRemains: a ledger record was written whole, its flush
+	// failed, and it could not be cut back off: it stays in the ledger.
+	ErrRecordRemains = errors.New("the record could not be cut back off and stays in the ledger")
 	// ErrLinked: a lock file (the writer lock, the ledger) has more than
 	// one hard link. Its other name may lie outside the workspace, so a
 	// write or a mode change through it would reach a file the operator
@@ -221,9 +227,23 @@ type SavedFile struct {
 	Data []byte
 }
 
-// LedgerStore keeps the call ledger (protocol §11): a file of records, one
-// per line. rel is always a Location.Rel returned by PathResolver.Resolve,
-// whose directory exists.
+// LedgerStore opens the call ledger (protocol §11): a file of records, one
+// per line.
+type LedgerStore interface {
+	// OpenLedger opens the ledger at rel, a Location.Rel returned by
+	// PathResolver.Resolve whose directory exists: it opens that directory
+	// once, following no symlink on the way (a component that is now a
+	// symlink, swapped in after rel was resolved, is ErrMoved; one gone,
+	// ErrMissing; one that is not a directory, ErrNotDir). Every later
+	// access to the ledger goes through that handle, by the ledger's name
+	// in it and never through a symlink there, so a directory swapped
+	// meanwhile cannot send a read or a record anywhere else: they go on
+	// reaching the directory that was opened. The ledger file itself need
+	// not exist yet.
+	OpenLedger(rel string) (Ledger, error)
+}
+
+// Ledger is one open ledger: its directory opened once by OpenLedger.
 //
 // Waiting for the ledger's lock sleeps in the kernel, never in a polling
 // loop, and a process has at most one blocked flock per ledger: its other
@@ -231,34 +251,40 @@ type SavedFile struct {
 // its ctx is done while the turn is with another process (a kernel
 // wait); a turn held in this process (a holder working under the lock)
 // is waited for until the wait runs out, since it ends by itself.
-type LedgerStore interface {
+//
+// Something other than a regular file at the ledger's name (a symlink
+// included) is ErrNotRegular. A ledger with more than one hard link is
+// ErrLinked for LastLine and Lock, whose callers go on to append: its
+// other name may lie anywhere.
+type Ledger interface {
 	// LastLine returns the ledger's last line, its newline included when
 	// it has one, under a shared flock and without reading the whole file;
-	// nil for an empty or missing ledger. Something other than a regular
-	// file at rel is ErrNotRegular. A wait for the flock longer than the
-	// store's read wait is ErrBusy; it ends with ctx's error when ctx is
-	// done first, as the type's comment says. It changes nothing, the
+	// nil for an empty or missing ledger. A wait for the flock longer than
+	// the store's read wait is ErrBusy; it ends with ctx's error when ctx
+	// is done first, as the type's comment says. It changes nothing, the
 	// file's mode included.
-	LastLine(ctx context.Context, rel string) ([]byte, error)
+	LastLine(ctx context.Context) ([]byte, error)
 	// Lock takes an exclusive flock on the ledger, creating the file with
 	// mode 0600 (and then fsyncing its directory, at the first append)
 	// when it is missing, and setting an existing file's mode to 0600 when
 	// it grants anything to group or others (ErrLockExposed when it
 	// cannot; nothing is waited for then). It waits at most wait (else
 	// ErrBusy), and ends with ctx's error when ctx is done first, as the
-	// type's comment says. Something other than a regular file at rel is
-	// ErrNotRegular. The lock is the caller's until it calls Release: a
-	// record is appended through the hold.
-	Lock(ctx context.Context, rel string, wait time.Duration) (HeldLedger, error)
-	// ScanLedger calls line with every line of the ledger in order, each
-	// with its newline when it has one, until line returns an error. It
-	// reads the ledger as it was when the scan began, and appends made
-	// meanwhile neither wait for it nor show in it. A missing ledger is
-	// ErrMissing; something other than a regular file, ErrNotRegular. Its
-	// wait for the shared lock ends at once, with ctx's error, when ctx is
-	// done while another process holds the lock. It changes nothing, the
-	// file's mode included.
-	ScanLedger(ctx context.Context, rel string, line func(data []byte) error) error
+	// type's comment says. The lock is the caller's until it calls
+	// Release: a record is appended through the hold.
+	Lock(ctx context.Context, wait time.Duration) (HeldLedger, error)
+	// Scan calls line with every line of the ledger in order, each with
+	// its newline when it has one, until line returns an error. It reads
+	// the ledger as it was when the scan began, and appends made meanwhile
+	// neither wait for it nor show in it. A missing ledger is ErrMissing.
+	// Its wait for the shared lock ends at once, with ctx's error, when
+	// ctx is done while another process holds the lock. It changes
+	// nothing, the file's mode included, and reads a ledger of any link
+	// count.
+	Scan(ctx context.Context, line func(data []byte) error) error
+	// Close releases the directory's handle. A hold taken before stays
+	// the caller's until it is released.
+	Close() error
 }
 
 // HeldLedger is the ledger under an exclusive lock that its holder keeps
@@ -274,6 +300,12 @@ type HeldLedger interface {
 	// write, or a failed fsync, is truncated back to the length before
 	// it, still under the lock, and reported; the record's own error is
 	// returned as it is, with nothing appended. It may be called once.
+	//
+	// When that truncation fails too, the error is also ErrRecordRemains
+	// if the whole record was written: it stays in the ledger, whose next
+	// reader builds on it, though it may not survive a crash (its fsync
+	// failed). A part of a record that stays is not a record (it has no
+	// newline), and is reported as the failure alone.
 	Append(record func(last []byte) ([]byte, error)) error
 	// Release drops the lock. Calling it again does nothing.
 	Release() error

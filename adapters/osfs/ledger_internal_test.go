@@ -45,7 +45,7 @@ func openLedgerWorkspace(t *testing.T, content []byte) (*Workspace, string) {
 // appendOnce appends one record as a call does: the lock, one append
 // through the hold, the release.
 func (w *Workspace) appendOnce(rel string, wait time.Duration, record func(last []byte) ([]byte, error)) error {
-	held, err := w.Lock(context.Background(), rel, wait)
+	held, err := w.lockAt(context.Background(), rel, wait)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func TestTheLastLineOfAHugeLedgerIsReadFromTheEnd(t *testing.T) {
 	is.NoErr(err)
 	is.NoErr(f.Close())
 
-	last, err := ws.LastLine(context.Background(), "ledger.jsonl")
+	last, err := ws.lastLineAt(context.Background(), "ledger.jsonl")
 	is.NoErr(err)
 	is.Equal(string(last), "the last record\n")
 	var seen string
@@ -98,7 +98,7 @@ func TestTheLastLineOfAHugeLedgerIsReadFromTheEnd(t *testing.T) {
 	fi, err := os.Stat(path)
 	is.NoErr(err)
 	is.Equal(fi.Size(), int64(hole+len("\nthe last record\nthe next record\n")))
-	last, err = ws.LastLine(context.Background(), "ledger.jsonl")
+	last, err = ws.lastLineAt(context.Background(), "ledger.jsonl")
 	is.NoErr(err)
 	is.Equal(string(last), "the next record\n")
 }
@@ -110,12 +110,12 @@ func TestALedgerLineIsReadWithinItsBound(t *testing.T) {
 	is := is.New(t)
 	long := strings.Repeat("x", 4<<20)
 	ws, _ := openLedgerWorkspace(t, []byte("first\n"+long+"\nafter\n"+long))
-	last, err := ws.LastLine(context.Background(), "ledger.jsonl")
+	last, err := ws.lastLineAt(context.Background(), "ledger.jsonl")
 	is.NoErr(err)
 	is.Equal(len(last), maxLedgerLineBytes) // the torn last line, cut
 	var lens []int
 	var texts []string
-	is.NoErr(ws.ScanLedger(context.Background(), "ledger.jsonl", func(data []byte) error {
+	is.NoErr(ws.scanAt(context.Background(), "ledger.jsonl", func(data []byte) error {
 		lens = append(lens, len(data))
 		texts = append(texts, string(data[:min(len(data), 6)]))
 		return nil
@@ -174,7 +174,7 @@ func TestTheLastLineIsReadBesideAnotherSharedHolder(t *testing.T) {
 	is := is.New(t)
 	ws, path := openLedgerWorkspace(t, []byte("one\n"))
 	flockOther(t, path, unix.LOCK_SH)
-	last, err := ws.LastLine(context.Background(), "ledger.jsonl")
+	last, err := ws.lastLineAt(context.Background(), "ledger.jsonl")
 	is.NoErr(err)
 	is.Equal(string(last), "one\n")
 }
@@ -341,11 +341,11 @@ func TestAFIFOIsNotALedger(t *testing.T) {
 	is := is.New(t)
 	ws, path := openLedgerWorkspace(t, nil)
 	is.NoErr(unix.Mkfifo(path, 0o644))
-	_, err := ws.LastLine(context.Background(), "ledger.jsonl")
+	_, err := ws.lastLineAt(context.Background(), "ledger.jsonl")
 	is.True(errors.Is(err, ports.ErrNotRegular)) // LastLine
 	err = ws.appendOnce("ledger.jsonl", time.Second, line("one\n", nil))
 	is.True(errors.Is(err, ports.ErrNotRegular)) // Append
-	err = ws.ScanLedger(context.Background(), "ledger.jsonl", func([]byte) error { return nil })
+	err = ws.scanAt(context.Background(), "ledger.jsonl", func([]byte) error { return nil })
 	is.True(errors.Is(err, ports.ErrNotRegular)) // ScanLedger
 }
 
@@ -360,6 +360,6 @@ func TestLastLineStopsWaitingWhenCancelled(t *testing.T) {
 	is.NoErr(unix.Flock(int(holder.Fd()), unix.LOCK_EX))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = ws.LastLine(ctx, "ledger.jsonl")
+	_, err = ws.lastLineAt(ctx, "ledger.jsonl")
 	is.True(errors.Is(err, context.Canceled))
 }

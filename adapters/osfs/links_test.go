@@ -35,11 +35,21 @@ func TestAHardLinkedLockFileIsRefusedBeforeAnyChange(t *testing.T) {
 			return err
 		}},
 		{"the ledger's last line", "ledger.jsonl", func(ws *osfs.Workspace) error {
-			_, err := ws.LastLine(context.Background(), "ledger.jsonl")
+			l, err := ws.OpenLedger("ledger.jsonl")
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			_, err = l.LastLine(context.Background())
 			return err
 		}},
 		{"the ledger's lock", "ledger.jsonl", func(ws *osfs.Workspace) error {
-			held, err := ws.Lock(context.Background(), "ledger.jsonl", time.Second)
+			l, err := ws.OpenLedger("ledger.jsonl")
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			held, err := l.Lock(context.Background(), time.Second)
 			if err != nil {
 				return err
 			}
@@ -77,7 +87,10 @@ func TestAScanReadsAHardLinkedLedger(t *testing.T) {
 	is.NoErr(os.WriteFile(shared, []byte("one\n"), 0o644))
 	is.NoErr(os.Link(shared, filepath.Join(ws, "ledger.jsonl")))
 	var lines []string
-	is.NoErr(open(t, ws).ScanLedger(context.Background(), "ledger.jsonl", func(line []byte) error {
+	l, err := open(t, ws).OpenLedger("ledger.jsonl")
+	is.NoErr(err)
+	defer l.Close()
+	is.NoErr(l.Scan(context.Background(), func(line []byte) error {
 		lines = append(lines, string(line))
 		return nil
 	}))
