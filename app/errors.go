@@ -297,6 +297,8 @@ func classify(s step, subject string, err error) *Error {
 			return fail(PathBoundary, "the output directory or its lock file leads out of the output directory (a symlink put there after the path was checked?); nothing was written: remove it, or choose another output directory")
 		case errors.Is(err, ports.ErrInsideEvidence):
 			return fail(PathBoundary, "the output directory %s became a run or lies inside one while this call was reading the sources; nothing was written: choose an output directory outside every run", subject)
+		case errors.Is(err, ports.ErrMaybeCommitted):
+			return fail(IOOrNumericError, "the run %s was renamed into place, but making it durable failed%s and it could not be moved back out of sight: the run may be committed, and may not survive a crash of the machine: verify it with verify_result before you rely on it (a retry with the same run ID answers OUTPUT_COLLISION while it stands)", subject, because(err))
 		case errors.Is(err, ports.ErrNoReplaceUnsupported):
 			return fail(IOOrNumericError, "the filesystem of %s cannot rename without replacing, so no commit is safe; nothing was committed", subject)
 		}

@@ -54,6 +54,10 @@ var (
 	// away. flock needs only a descriptor open for reading, so any account
 	// that can open the file can hold its lock.
 	ErrLockExposed = errors.New("the lock file is open to group or others and its mode cannot be changed")
+	// ErrMaybeCommitted: a commit renamed the run into place, a flush
+	// after the rename failed, and the rename back out of sight failed
+	// too. The run stands, whole, but may not survive a crash.
+	ErrMaybeCommitted = errors.New("the run was renamed into place but could not be made durable or taken back")
 	// ErrMoved: a directory on a path resolved before was swapped (for a
 	// symlink) by the time it was opened.
 	ErrMoved = errors.New("a directory on the path changed after the path was resolved")
@@ -198,7 +202,9 @@ type EvidenceWriter interface {
 	// an entry (ErrExists), then fsyncs dir, and its parents that
 	// OpenWriter created. If a sync after the rename fails, the run is
 	// moved back out of sight and the error returned: a run that is visible
-	// is complete.
+	// is complete. If it cannot be moved back either, the error is also
+	// ErrMaybeCommitted: the run stays visible and whole, and may or may
+	// not survive a crash.
 	Commit(runID string) error
 	// Close removes the pending directory if it was not committed and
 	// releases the lock. The lock file stays.
