@@ -246,6 +246,8 @@ func classify(s step, subject string, err error) *Error {
 			return fail(InvalidOutput, "%s; so this call was not recorded", ledgerExposed)
 		case errors.Is(err, ports.ErrLinked):
 			return fail(InvalidOutput, "%s; so this call was not recorded", ledgerLinked)
+		case errors.Is(err, ports.ErrTornRemains):
+			return fail(IOOrNumericError, "recording the call in the ledger failed%s, and a torn part of the record stays at the end of the ledger, which could not be cut back: every call answers LEDGER_TAMPERED until it is repaired: inspect it with tool-runner ledger, and see README on repairing it", because(err))
 		}
 		return fail(IOOrNumericError, "recording the call in the ledger failed%s", because(err))
 	case readingInput:

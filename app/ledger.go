@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"errors"
 	"time"
 
 	"github.com/metricproof/metricproof/app/ledger"
@@ -150,6 +151,13 @@ func (s *Service) record(in Input, o outcome, a Answer, hold *ledgerHold) Answer
 		hold.held = held
 	}
 	if err := hold.held.Append(line); err != nil {
+		if errors.Is(err, ports.ErrRecordRemains) {
+			// The record was written whole and could not be cut back off
+			// for good: it may remain, and the next call builds on it. The
+			// ledger never keeps a record of a response that was not sent
+			// (protocol §11), so the answer is the one the record holds.
+			return a
+		}
 		return s.unrecorded(o, classify(appendingLedger, "", err))
 	}
 	return a

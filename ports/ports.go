@@ -62,8 +62,13 @@ var (
 	// symlink) by the time it was opened.
 	ErrMoved = errors.New("a directory on the path changed after the path was resolved")
 	// ErrRecordRemains: a ledger record was written whole, its flush
-	// failed, and it could not be cut back off: it stays in the ledger.
-	ErrRecordRemains = errors.New("the record could not be cut back off and stays in the ledger")
+	// failed, and it could not be cut back off for good (the cut failed,
+	// or could not be flushed): it may remain in the ledger, now or after
+	// a crash.
+	ErrRecordRemains = errors.New("the record could not be cut back off for good and may remain in the ledger")
+	// ErrTornRemains: part of a ledger record was written and could not be
+	// cut back off: it stays at the ledger's end, a torn last line.
+	ErrTornRemains = errors.New("part of the record could not be cut back off and stays at the end of the ledger")
 	// ErrLinked: a lock file (the writer lock, the ledger) has more than
 	// one hard link. Its other name may lie outside the workspace, so a
 	// write or a mode change through it would reach a file the operator
@@ -307,11 +312,12 @@ type HeldLedger interface {
 	// it, still under the lock, and reported; the record's own error is
 	// returned as it is, with nothing appended. It may be called once.
 	//
-	// When that truncation fails too, the error is also ErrRecordRemains
-	// if the whole record was written: it stays in the ledger, whose next
-	// reader builds on it, though it may not survive a crash (its fsync
-	// failed). A part of a record that stays is not a record (it has no
-	// newline), and is reported as the failure alone.
+	// A whole record is cut back for good: the truncation is fsynced too,
+	// since the record may have reached the disk before its own fsync
+	// failed. When the truncation or its fsync fails, the error is also
+	// ErrRecordRemains: the record may remain, now (a reader builds on
+	// it) or after a crash. Part of a record that cannot be cut back is
+	// ErrTornRemains: a torn last line, which is no record.
 	Append(record func(last []byte) ([]byte, error)) error
 	// Release drops the lock. Calling it again does nothing.
 	Release() error

@@ -221,20 +221,25 @@ func (h *heldLedger) Append(record func(last []byte) ([]byte, error)) (err error
 }
 
 // cutBack truncates the ledger back to size after a failed append, and
-// returns the append's error. When the truncation fails too, the error
-// says so, and when the whole record was written (whole) it is also
-// ports.ErrRecordRemains: the record stays for every later reader, so
-// the call must answer what it holds.
+// returns the append's error. A whole record (whole) may have reached the
+// disk before its fsync failed, so the cut is fsynced as well: else a
+// crash could bring back a record of a response that was not sent. When
+// the cut fails, or cannot be flushed, the error says what may remain:
+// ports.ErrRecordRemains for a whole record (the call must then answer
+// what it holds), ports.ErrTornRemains for a part of one.
 func (h *heldLedger) cutBack(f *os.File, size int64, whole bool, err error) error {
 	terr := h.w.truncate(f, size)
+	if terr == nil && whole {
+		terr = h.w.sync(f)
+	}
 	if terr == nil {
 		return err
 	}
-	err = errors.Join(err, terr, errors.New("the failed record could not be cut off"))
+	remains := ports.ErrTornRemains
 	if whole {
-		return errors.Join(ports.ErrRecordRemains, err)
+		remains = ports.ErrRecordRemains
 	}
-	return err
+	return errors.Join(remains, err, terr)
 }
 
 // Scan implements ports.Ledger. It holds the shared flock only to learn
