@@ -104,7 +104,7 @@ func TestTheLastLineOfAHugeLedgerIsReadFromTheEnd(t *testing.T) {
 }
 
 // No read of a ledger line holds more than maxLedgerLineBytes of it: a
-// 4 MiB line is handed over cut, by LastLine at its end and by ScanLedger
+// 4 MiB line is handed over cut, by LastLine at its end and by Scan
 // wherever it is, and the lines after it are still read whole.
 func TestALedgerLineIsReadWithinItsBound(t *testing.T) {
 	is := is.New(t)
@@ -349,7 +349,7 @@ func TestAFIFOIsNotALedger(t *testing.T) {
 	err = ws.appendOnce("ledger.jsonl", time.Second, line("one\n", nil))
 	is.True(errors.Is(err, ports.ErrNotRegular)) // Append
 	err = ws.scanAt(context.Background(), "ledger.jsonl", func([]byte) error { return nil })
-	is.True(errors.Is(err, ports.ErrNotRegular)) // ScanLedger
+	is.True(errors.Is(err, ports.ErrNotRegular)) // Scan
 }
 
 // LastLine's wait for another process's lock ends when its context does:

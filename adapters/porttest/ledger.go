@@ -13,9 +13,11 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-// LedgerStore runs the ports.LedgerStore contract on Subject.Ledger. What
-// only a real disk can show (another process's flock, a short write, a
-// FIFO, a sparse file too large to read) is in osfs's own tests.
+// LedgerStore runs the ports.LedgerStore contract on Subject.Ledger, and
+// the contract of the ports.Ledger it opens: each case opens the ledger
+// as a call does. What only a real disk can show (another process's
+// flock, a short write, a FIFO, a symlink or a hard link, a sparse file
+// too large to read) is in osfs's own tests.
 func LedgerStore(t *testing.T, newSubject Factory) {
 	const wait = time.Second // never needed: nothing else holds the lock here, or the test fails
 
@@ -133,7 +135,7 @@ func LedgerStore(t *testing.T, newSubject Factory) {
 		})
 		is.True(errors.Is(err, ports.ErrNotRegular)) // Append
 		err = scan(s.Ledger, "ledger.jsonl", func([]byte) error { return nil })
-		is.True(errors.Is(err, ports.ErrNotRegular)) // ScanLedger
+		is.True(errors.Is(err, ports.ErrNotRegular)) // Scan
 		is.Equal(s.List("ledger.jsonl"), []string{"inside"})
 	})
 
