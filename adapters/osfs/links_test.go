@@ -61,7 +61,7 @@ func TestAHardLinkedLockFileIsRefusedBeforeAnyChange(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			ws, outside := layout(t)
-			shared := filepath.Join(outside, "shared.cfg")
+			shared := filepath.Join(outside, "team.cfg")
 			is.NoErr(os.WriteFile(shared, []byte("shared\n"), 0o644))
 			is.NoErr(os.Link(shared, filepath.Join(ws, tt.rel)))
 

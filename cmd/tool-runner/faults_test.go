@@ -21,7 +21,7 @@ import (
 
 // The repro of hard links reaching outside the workspace, before and
 // after: a writer lock file or a ledger that is a second name of a file
-// outside (ln /outside/shared.cfg W/runs/.writer.lock) made that file 0600
+// outside (ln /outside/team.cfg W/runs/.writer.lock) made that file 0600
 // and, for the ledger, had every call append to it. A lock file or ledger
 // with more than one link is now INVALID_OUTPUT, found through the open
 // descriptor before any chmod or write: the outside file keeps its mode
@@ -48,8 +48,8 @@ func TestAHardLinkedLockFileOrLedgerIsRefusedAndLeftAlone(t *testing.T) {
 			is := is.New(t)
 			ws := fixture(t)
 			digest := digestOf(t, ws)
-			outside := filepath.Join(t.TempDir(), "shared.cfg")
-			content := "shared = true\n"
+			outside := filepath.Join(t.TempDir(), "team.cfg")
+			content := "team = true\n"
 			if strings.HasSuffix(tt.link, ".jsonl") {
 				content = "" // a ledger the calls would append to
 			}
