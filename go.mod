@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/cockroachdb/apd/v3 v3.2.3
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/go-json-experiment/json v1.27.2
 	github.com/matryer/is v1.4.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0
@@ -13,7 +14,6 @@ require (
 )
 
 require (
-	github.com/go-jose/go-jose/v4 v4.1.9 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect

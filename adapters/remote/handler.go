@@ -186,8 +186,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.Limits.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	// Cleared at once: the server's background read of a connection whose
-	// answer streams would otherwise end the call at the deadline.
+	// The deadline is the body's, not the call's (net/http clears it as
+	// well when it starts its background read at the body's end).
 	_ = rc.SetReadDeadline(time.Time{})
 	var tooLarge *http.MaxBytesError
 	switch {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,12 @@ type toy struct {
 	arrived chan struct{} // one per call of "block"
 	release chan struct{} // closed to release every "block"
 	once    sync.Once
+	stop    chan struct{} // closed to cancel every "block", as a stop does
+	stopped sync.Once
 }
+
+// cancelAll cancels every call of "block": the fixture's CancelCalls.
+func (t *toy) cancelAll() { t.stopped.Do(func() { close(t.stop) }) }
 
 // seen is what a toy tool answers: the principal the SDK handed it.
 type seen struct {
@@ -52,6 +58,7 @@ func newToy() *toy {
 		server:  mcp.NewServer(&mcp.Implementation{Name: "toy", Version: "v0"}, nil),
 		arrived: make(chan struct{}, 1024),
 		release: make(chan struct{}),
+		stop:    make(chan struct{}),
 	}
 	answer := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		t.calls.Add(1)
@@ -63,6 +70,8 @@ func newToy() *toy {
 			t.arrived <- struct{}{}
 			select {
 			case <-t.release:
+			case <-t.stop:
+				s.Cancelled = true
 			case <-ctx.Done():
 				s.Cancelled = true
 			}
@@ -106,6 +115,14 @@ type fixture struct {
 	stderr *syncBuffer
 	stop   context.CancelFunc
 	served chan error
+	once   sync.Once
+	result error
+}
+
+// wait waits for Serve to return, once, and gives what it returned.
+func (f *fixture) wait() error {
+	f.once.Do(func() { f.result = <-f.served })
+	return f.result
 }
 
 // syncBuffer is a standard error that tests read while the server writes.
@@ -132,7 +149,7 @@ func start(t *testing.T, noAuth bool, change func(*remote.Options)) *fixture {
 	t.Helper()
 	clock := oauthtest.NewClock()
 	f := &fixture{toy: newToy(), iss: oauthtest.New(t, clock), stderr: &syncBuffer{}, served: make(chan error, 1)}
-	o := remote.Options{Addr: "127.0.0.1:0", MCP: f.toy.handler(), Stderr: f.stderr}
+	o := remote.Options{Addr: "127.0.0.1:0", MCP: f.toy.handler(), Stderr: f.stderr, CancelCalls: f.toy.cancelAll}
 	if !noAuth {
 		v, err := oauth.New(context.Background(), oauth.Config{Issuer: f.iss.URL, Audience: resource, AllowHTTP: true, Clock: clock})
 		if err != nil {
@@ -151,10 +168,13 @@ func start(t *testing.T, noAuth bool, change func(*remote.Options)) *fixture {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stop = cancel
 	go func() { f.served <- srv.Serve(ctx) }()
+	for !strings.Contains(f.stderr.String(), "\n") && len(f.served) == 0 { // ready once it said so
+		runtime.Gosched()
+	}
 	t.Cleanup(func() {
 		f.toy.releaseAll()
 		cancel()
-		if err := <-f.served; err != nil {
+		if err := f.wait(); err != nil {
 			t.Errorf("Serve: %v", err)
 		}
 	})

@@ -137,6 +137,11 @@ type Options struct {
 	// the code of what it cannot reach (protocol §14, /readyz). Nil is
 	// always ready.
 	Ready func(ctx context.Context) string
+	// CancelCalls cancels the calls still running once the stop's grace
+	// has run out, as protocol §9's SIGTERM does: each stops at its next
+	// cancel check and is answered over its open request (ending the
+	// request itself would leave it unanswered). Nil cancels nothing.
+	CancelCalls func()
 	// Stderr receives the listening line.
 	Stderr io.Writer
 	// Limits are DefaultLimits() when zero.
@@ -252,9 +257,9 @@ func (s *Server) URL() string { return s.url }
 
 // Serve prints the listening line, serves until ctx ends, then stops:
 // it accepts no more, lets the requests in flight finish for StopGrace,
-// then cancels their contexts and gives them CancelGrace to answer, then
-// closes what is left. It returns nil after a stop, or the error that
-// ended serving.
+// then cancels the calls (Options.CancelCalls) and gives them CancelGrace
+// to answer, then ends the requests left and closes their connections. It
+// returns nil after a stop, or the error that ended serving.
 func (s *Server) Serve(ctx context.Context) error {
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
@@ -281,8 +286,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	if s.shutdown(s.opts.Limits.StopGrace) != nil {
-		cancelBase() // the calls still running are cancelled, and answer
+		if s.opts.CancelCalls != nil {
+			s.opts.CancelCalls()
+		}
 		if s.shutdown(s.opts.Limits.CancelGrace) != nil {
+			cancelBase()
 			s.http.Close()
 		}
 	}
