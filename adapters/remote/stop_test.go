@@ -216,7 +216,9 @@ func TestBadOptionsAreRefusedBeforeServing(t *testing.T) {
 	}
 	defer busy.Close()
 	withAuth := &remote.Auth{Issuer: "https://issuer.example", Resource: resource,
-		Verify: func(context.Context, string, *http.Request) (*auth.TokenInfo, error) { return nil, errors.New("unused") }}
+		Verify: func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
+			return nil, errors.New("unused")
+		}}
 	tests := []struct {
 		name   string
 		change func(*remote.Options)
