@@ -209,3 +209,43 @@ func (r *redirect) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return http.DefaultTransport.RoundTrip(out)
 }
+
+// The forms of the Authorization header: one bearer token, its scheme in
+// any case, after one or more spaces; anything else is 401.
+func TestTheAuthorizationHeader(t *testing.T) {
+	f := start(t, false, nil)
+	valid := f.token(t, remote.ScopeRead)
+	tests := []struct {
+		name    string
+		headers []string
+		query   string
+		status  int
+		www     string
+	}{
+		{"Bearer", []string{"Bearer " + valid}, "", 200, ""},
+		{"bearer in lower case", []string{"bearer " + valid}, "", 200, ""},
+		{"two spaces", []string{"Bearer  " + valid}, "", 200, ""},
+		{"Basic", []string{"Basic dXNlcjpwYXNz"}, "", 401, `Bearer error="invalid_token", resource_metadata="` + metadataURL + `"`},
+		{"Bearer alone", []string{"Bearer"}, "", 401, `Bearer error="invalid_token", resource_metadata="` + metadataURL + `"`},
+		{"two tokens", []string{"Bearer " + valid + " " + valid}, "", 401, `Bearer error="invalid_token", resource_metadata="` + metadataURL + `"`},
+		{"two headers", []string{"Bearer " + valid, "Bearer " + valid}, "", 401, `Bearer error="invalid_token", resource_metadata="` + metadataURL + `"`},
+		{"a token in the query", nil, "?access_token=" + valid, 401, `Bearer resource_metadata="` + metadataURL + `"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			req, err := http.NewRequest(http.MethodPost, f.srv.URL()+tt.query, strings.NewReader(initialize))
+			is.NoErr(err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for _, h := range tt.headers {
+				req.Header.Add("Authorization", h)
+			}
+			res, err := http.DefaultClient.Do(req)
+			is.NoErr(err)
+			defer res.Body.Close()
+			is.Equal(res.StatusCode, tt.status)
+			is.Equal(res.Header.Get("WWW-Authenticate"), tt.www)
+		})
+	}
+}

@@ -155,6 +155,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*auth.Tok
 		return nil, false
 	}
 	scheme, token, found := strings.Cut(header[0], " ")
+	token = strings.TrimLeft(token, " ") // RFC 6750: 1*SP
 	var ti *auth.TokenInfo
 	err := errors.New("not one bearer token")
 	if len(header) == 1 && found && strings.EqualFold(scheme, "Bearer") && token != "" && !strings.ContainsAny(token, " \t") {
