@@ -389,6 +389,7 @@ func TestTheDefaultLimitsAreTheProtocols(t *testing.T) {
 	is := is.New(t)
 	l := remote.DefaultLimits()
 	is.Equal(l.MaxBodyBytes, int64(16<<20))
+	is.Equal(l.HeldBytes, int64(64<<20))
 	is.Equal(l.MaxOpen, 256)
 	is.Equal(l.HeaderTimeout, 10*time.Second)
 	is.Equal(l.BodyTimeout, 60*time.Second)
@@ -398,4 +399,37 @@ func TestTheDefaultLimitsAreTheProtocols(t *testing.T) {
 	is.True(o.Stateless)
 	is.True(o.DisableLocalhostProtection)
 	is.True(o.MaxRequestBodyBytes >= l.MaxBodyBytes)
+}
+
+// The bodies held at once are bounded in all: while one call holds a body
+// of 900 KiB, a second such body is 503 (declared or chunked) under a
+// bound of 1.5 MiB, and is read once the first call is answered.
+func TestTheBodiesHeldAtOnceAreBounded(t *testing.T) {
+	is := is.New(t)
+	limits := remote.DefaultLimits()
+	limits.MaxBodyBytes, limits.HeldBytes = 1<<20, 3<<19
+	f := start(t, true, func(o *remote.Options) { o.Limits = limits })
+	pad := strings.Repeat("a", 900<<10)
+	cs, err := connect(context.Background(), f.srv.URL(), stateless, &recorder{})
+	is.NoErr(err)
+	defer cs.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "block", Arguments: map[string]any{"pad": pad}})
+		done <- err
+	}()
+	<-f.toy.arrived
+	body := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + pad + `"}}`
+	res := post(t, f, nil, strings.NewReader(body), int64(len(body)))
+	is.Equal(res.StatusCode, http.StatusServiceUnavailable)
+	is.Equal(res.Header.Get("Retry-After"), "1")
+	is.Equal(errorOf(t, res), "busy")
+	res = post(t, f, nil, io.MultiReader(strings.NewReader(body)), -1)
+	is.Equal(res.StatusCode, http.StatusServiceUnavailable)
+	f.toy.releaseAll()
+	is.NoErr(<-done)
+	res = post(t, f, nil, strings.NewReader(body), int64(len(body)))
+	is.Equal(res.StatusCode, http.StatusOK) // given back
+	res = post(t, f, nil, io.MultiReader(strings.NewReader(body)), -1)
+	is.Equal(res.StatusCode, http.StatusOK)
 }

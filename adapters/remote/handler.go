@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/metricproof/metricproof/adapters/oauth"
 )
@@ -61,9 +62,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case s.open <- struct{}{}:
 		defer func() { <-s.open }()
 	default:
-		w.Header().Set("Retry-After", "1")
-		refuse(w, http.StatusServiceUnavailable, "busy",
-			strconv.Itoa(cap(s.open))+" requests are open at once: retry after 1 s")
+		busy(w, strconv.Itoa(cap(s.open))+" requests are open at once")
 		return
 	}
 	switch {
@@ -106,7 +105,9 @@ func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
 		}
 		r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, ti))
 	}
-	body, ok := s.readBody(w, r)
+	var held int64
+	defer func() { s.held.Release(held) }()
+	body, ok := s.readBody(w, r, &held)
 	if !ok {
 		return
 	}
@@ -174,19 +175,52 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*auth.Tok
 	return ti, true
 }
 
+// errHeld is a body that does not fit in what the bodies may hold.
+var errHeld = errors.New("the bodies held are at their bound")
+
+// budgeted reads a body of unknown length, taking its bytes from the
+// bodies' bound as they come.
+type budgeted struct {
+	r    io.Reader
+	sem  *semaphore.Weighted
+	held *int64
+}
+
+func (b budgeted) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 {
+		if !b.sem.TryAcquire(int64(n)) {
+			return 0, errHeld
+		}
+		*b.held += int64(n)
+	}
+	return n, err
+}
+
 // readBody reads the body once, within BodyTimeout and MaxBodyBytes: 413
 // as soon as it is known to be larger (at once for a Content-Length), 408
-// when it is late.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// when it is late, 503 when the bodies held at once would pass HeldBytes.
+// What it holds is added to *held, for the caller to give back.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, held *int64) ([]byte, bool) {
 	limit := s.opts.Limits.MaxBodyBytes
 	if r.ContentLength > limit {
 		w.Header().Set("Connection", "close")
 		refuse(w, http.StatusRequestEntityTooLarge, "too_large", "the body is larger than "+strconv.FormatInt(limit, 10)+" bytes")
 		return nil, false
 	}
+	var in io.Reader = http.MaxBytesReader(w, r.Body, limit)
+	if r.ContentLength >= 0 {
+		if !s.held.TryAcquire(r.ContentLength) {
+			busy(w, "the bodies of the requests open hold "+strconv.FormatInt(s.opts.Limits.HeldBytes, 10)+" bytes")
+			return nil, false
+		}
+		*held = r.ContentLength
+	} else {
+		in = budgeted{r: in, sem: s.held, held: held}
+	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.Limits.BodyTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := io.ReadAll(in)
 	// The deadline is the body's, not the call's (net/http clears it as
 	// well when it starts its background read at the body's end).
 	_ = rc.SetReadDeadline(time.Time{})
@@ -194,6 +228,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	switch {
 	case errors.As(err, &tooLarge):
 		refuse(w, http.StatusRequestEntityTooLarge, "too_large", "the body is larger than "+strconv.FormatInt(limit, 10)+" bytes")
+		return nil, false
+	case errors.Is(err, errHeld):
+		w.Header().Set("Connection", "close")
+		busy(w, "the bodies of the requests open hold "+strconv.FormatInt(s.opts.Limits.HeldBytes, 10)+" bytes")
 		return nil, false
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		w.Header().Set("Connection", "close")
@@ -254,6 +292,12 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request, origin string) {
 	}
 	h.Set("Access-Control-Allow-Headers", strings.Join(allowed, ", "))
 	h.Set("Access-Control-Max-Age", "600")
+}
+
+// busy answers 503: the server is at one of its bounds, for a moment.
+func busy(w http.ResponseWriter, why string) {
+	w.Header().Set("Retry-After", "1")
+	refuse(w, http.StatusServiceUnavailable, "busy", why+": retry after 1 s")
 }
 
 // refuse answers a request this front refuses: a JSON object with an

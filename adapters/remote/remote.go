@@ -40,6 +40,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/metricproof/metricproof/adapters/oauth"
 )
@@ -61,6 +62,7 @@ const (
 // Limits are the bounds of protocol §14; tests shorten the times.
 type Limits struct {
 	MaxBodyBytes  int64         // a larger body is 413
+	HeldBytes     int64         // the bodies held at once, in all; past it 503
 	MaxOpen       int           // requests open at once; more are 503
 	HeaderTimeout time.Duration // for a request's headers
 	BodyTimeout   time.Duration // for its body, from its headers' end
@@ -69,11 +71,13 @@ type Limits struct {
 	CancelGrace   time.Duration // then, cancelled, they may answer
 }
 
-// DefaultLimits are protocol §14's: 16 MiB, 256 open, 10 s, 60 s, 120 s,
-// and a stop within 30 s (25 to finish, 5 to answer once cancelled).
+// DefaultLimits are protocol §14's: 16 MiB, 64 MiB of bodies held at
+// once, 256 open, 10 s, 60 s, 120 s, and a stop within 30 s (25 to finish,
+// 5 to answer once cancelled).
 func DefaultLimits() Limits {
 	return Limits{
 		MaxBodyBytes:  16 << 20,
+		HeldBytes:     64 << 20,
 		MaxOpen:       256,
 		HeaderTimeout: 10 * time.Second,
 		BodyTimeout:   60 * time.Second,
@@ -160,7 +164,8 @@ type Server struct {
 	hosts   hostSet
 	origins map[string]bool
 	metaURL string
-	open    chan struct{} // one token per open request
+	open    chan struct{}       // one token per open request
+	held    *semaphore.Weighted // the bytes of the bodies held
 	http    *http.Server
 	tlsOn   bool
 }
@@ -200,7 +205,10 @@ func Listen(o Options) (*Server, error) {
 	if o.Auth != nil && (o.Auth.Verify == nil || o.Auth.Issuer == "" || o.Auth.Resource == "") {
 		return nil, errors.New("remote: Auth needs Verify, Issuer and Resource")
 	}
-	s := &Server{opts: o, open: make(chan struct{}, o.Limits.MaxOpen), origins: map[string]bool{}}
+	if o.Limits.HeldBytes < o.Limits.MaxBodyBytes {
+		return nil, errors.New("remote: Limits.HeldBytes is less than one body")
+	}
+	s := &Server{opts: o, open: make(chan struct{}, o.Limits.MaxOpen), held: semaphore.NewWeighted(o.Limits.HeldBytes), origins: map[string]bool{}}
 	if s.hosts, err = servedHosts(host, loopback, o.AllowedHosts); err != nil {
 		return nil, err
 	}
