@@ -121,16 +121,12 @@ func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	if s.opts.Auth == nil {
-		s.opts.MCP.ServeHTTP(w, r)
-		return
-	}
-	s.withToken().ServeHTTP(w, r)
+	s.next.ServeHTTP(w, r)
 }
 
-// withToken is the SDK's bearer middleware, given the token this front
-// verified: the SDK's only way to put a TokenInfo where a tool handler
-// reads it (RequestExtra.TokenInfo).
+// withToken wraps the MCP handler in the SDK's bearer middleware, given
+// the token this front verified: the SDK's only way to put a TokenInfo
+// where a tool handler reads it (RequestExtra.TokenInfo).
 func (s *Server) withToken() http.Handler {
 	verified := func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
 		if ti, ok := ctx.Value(tokenKey{}).(*auth.TokenInfo); ok {

@@ -114,7 +114,8 @@ type Auth struct {
 	Verify auth.TokenVerifier
 	// Scope names the scope the JSON-RPC body of a request needs (given the
 	// body's bytes, read once and bounded); "" needs none beyond a valid
-	// token. It must not keep or change the bytes.
+	// token; a nil Scope needs none for any call. It must not keep or
+	// change the bytes.
 	Scope func(body []byte) string
 }
 
@@ -166,6 +167,7 @@ type Server struct {
 	metaURL string
 	open    chan struct{}       // one token per open request
 	held    *semaphore.Weighted // the bytes of the bodies held
+	next    http.Handler        // the MCP handler, behind the SDK's bearer middleware with Auth
 	http    *http.Server
 	tlsOn   bool
 }
@@ -219,8 +221,10 @@ func Listen(o Options) (*Server, error) {
 		}
 		s.origins[norm] = true
 	}
+	s.next = o.MCP
 	if o.Auth != nil {
 		s.metaURL = metadataURL(o.Auth.Resource)
+		s.next = s.withToken()
 	}
 	var tlsConfig *tls.Config
 	switch {
