@@ -24,5 +24,15 @@
 //   - report: "tool-runner report", the reviewer's page of one run, in
 //     Markdown or HTML, rendered from the app's plain values.
 //
+// The remote MCP server's HTTP front and its token verifier are
+// driving-side infrastructure, which the MCP transport and the composition
+// root use, and which never import the app:
+//
+//   - remote: the HTTP front (Host, Origin, CORS, bounds, health, the
+//     bearer token and its scope, TLS, the stop) before the SDK's
+//     Streamable HTTP handler.
+//   - oauth: JWT access tokens verified against the issuer's key set;
+//     oauthtest, a test issuer.
+//
 // architecture_test.go at the repository's root keeps these rules.
 package adapters
