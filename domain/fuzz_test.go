@@ -182,7 +182,7 @@ func assertQuotesNoData(t *testing.T, msg string, data []byte) {
 	// it is shown to be a number in plain notation and nothing else
 	// (checkLiterals holds it to its column).
 	msg = fuzzLiteralRE.ReplaceAllStringFunc(msg, func(m string) string {
-		if lit := fuzzLiteralRE.FindStringSubmatch(m); !literalShapeRE.MatchString(lit[1]+lit[2]) {
+		if lit := fuzzLiteralRE.FindStringSubmatch(m); !literalShapeRE.MatchString(lit[1] + lit[2]) {
 			t.Fatalf("a literal fix that is not a plain number: %q in %s", m, msg)
 		}
 		return " "
