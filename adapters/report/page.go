@@ -21,7 +21,7 @@ import (
 )
 
 // BuildCommand is README's build command, which the rebuild recipe names.
-const BuildCommand = `CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/tool-runner ./cmd/tool-runner`
+const BuildCommand = `CGO_ENABLED=0 go build -buildvcs=true -trimpath -ldflags="-s -w" -o bin/tool-runner ./cmd/tool-runner`
 
 // maxSubjects is how many subjects of each blocker the page lists (protocol §13).
 const maxSubjects = 20
