@@ -52,7 +52,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "ledger":
 		return stdio.Ledger(args[1:], stdout, wire)
 	case "report":
-		return report.Run(ctx, args[1:], stdout, stderr, wire)
+		return report.Run(ctx, args[1:], stdout, stderr, wire, engine.Settings())
 	case "version":
 		return stdio.Version(args[1:], stdout, stderr, eng, engine.Settings())
 	}
