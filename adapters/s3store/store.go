@@ -208,7 +208,9 @@ func (s *Store) get(ctx context.Context, key string, limitBytes int64, cut bool)
 	defer cancel()
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {
-		if status(err) == 404 && code(err) != "NoSuchBucket" {
+		// Only the store's own word for it: versitygw answers an unknown
+		// access key with a 404 of another code, which is no verdict.
+		if code(err) == "NoSuchKey" {
 			return nil, ports.ErrMissing
 		}
 		return nil, classify(err)
@@ -402,7 +404,8 @@ func classify(err error) error {
 	case c == "NoSuchBucket":
 		return ports.ErrNoBucket
 	case c == "AccessDenied", c == "InvalidAccessKeyId", c == "SignatureDoesNotMatch", c == "ExpiredToken",
-		c == "InvalidToken", c == "TokenRefreshRequired", c == "AllAccessDisabled", c == "AccountProblem", st == 403:
+		c == "InvalidToken", c == "TokenRefreshRequired", c == "AllAccessDisabled", c == "AccountProblem", st == 403,
+		c == "XAdminUserNotFound": // versitygw's unknown access key
 		return fmt.Errorf("%w (the store answered %s)", ports.ErrPermission, codeOr(c, st))
 	case c == "ExistingObjectIsDirectory":
 		return ports.ErrExists // a posix-backed server's "directory" at the key

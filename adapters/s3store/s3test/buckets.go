@@ -14,12 +14,15 @@ import (
 
 // Client is an S3 client of the server's root account, for a test to set
 // the server up and to look at what a store wrote, beside the store.
-func (s *Server) Client() *s3.Client {
+func (s *Server) Client() *s3.Client { return s.ClientAs(s.Access, s.Secret) }
+
+// ClientAs is an S3 client of the server with the given keys.
+func (s *Server) ClientAs(access, secret string) *s3.Client {
 	return s3.New(s3.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(s.Endpoint),
 		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(s.Access, s.Secret, ""),
+		Credentials:  credentials.NewStaticCredentialsProvider(access, secret, ""),
 	})
 }
 
