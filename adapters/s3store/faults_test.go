@@ -153,7 +153,7 @@ func TestAStoreThatRefusesGivesItsReasonNeverAVerdictAndNothingIsWritten(t *test
 				is := is.New(t)
 				srv.Env(t, tt.access, tt.secret)
 				err := u.use(open(t, tt.url))
-				is.True(errors.Is(err, tt.want)) // the reason
+				is.True(errors.Is(err, tt.want))                      // the reason
 				is.True(!errors.Is(err, ports.ErrOutcomeUnknown))     // a refusal is an answer: nothing was written
 				is.True(!strings.Contains(err.Error(), srv.Endpoint)) // no endpoint, key or SDK text in the message
 			})
