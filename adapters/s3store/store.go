@@ -124,7 +124,8 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 // "" or ending in "/". The bucket is 3 to 63 lowercase letters, digits,
 // dots and hyphens, starting and ending with a letter or digit; the
 // prefix is slash-separated names, none empty, "." or "..", without
-// control characters or a backslash, and may end with one slash.
+// control characters, a backslash or any of ?#% (which would read as a
+// URL's query, fragment or escape), and may end with one slash.
 func ParseURL(rawURL string) (bucket, prefix string, err error) {
 	rest, ok := strings.CutPrefix(rawURL, "s3://")
 	if !ok {
@@ -159,14 +160,15 @@ func validBucket(b string) bool {
 }
 
 // validPath reports whether p is a relative slash path of plain names
-// (fs.ValidPath's rule) without control characters or a backslash, so
-// that it means one key prefix, the same to every S3 server.
+// (fs.ValidPath's rule) without control characters, a backslash or ?#%,
+// so that it means one key prefix, the same to every S3 server and to
+// whoever reads it as a URL.
 func validPath(p string) bool {
 	if !fs.ValidPath(p) || p == "." {
 		return false
 	}
 	for _, r := range p {
-		if r < 0x20 || r == 0x7f || r == '\\' {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(`\?#%`, r) {
 			return false
 		}
 	}
