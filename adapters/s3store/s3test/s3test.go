@@ -216,17 +216,24 @@ func (s *Server) Env(t testing.TB, access, secret string) {
 	for k, v := range map[string]string{
 		"AWS_ACCESS_KEY_ID":           access,
 		"AWS_SECRET_ACCESS_KEY":       secret,
-		"AWS_SESSION_TOKEN":           "",
 		"AWS_REGION":                  "us-east-1",
 		"AWS_ENDPOINT_URL_S3":         s.Endpoint,
-		"AWS_ENDPOINT_URL":            "",
-		"AWS_PROFILE":                 "",
 		"AWS_CONFIG_FILE":             none,
 		"AWS_SHARED_CREDENTIALS_FILE": none,
 		"AWS_EC2_METADATA_DISABLED":   "true",
 	} {
 		t.Setenv(k, v)
 	}
+	for _, k := range []string{"AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_DEFAULT_REGION"} {
+		Unsetenv(t, k)
+	}
+}
+
+// Unsetenv removes k from the environment until the test ends.
+func Unsetenv(t testing.TB, k string) {
+	t.Helper()
+	t.Setenv(k, "") // restored at the end
+	os.Unsetenv(k)
 }
 
 // RootEnv is Env with the root account's keys.
