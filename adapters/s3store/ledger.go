@@ -132,45 +132,72 @@ func (s *Store) line(ctx context.Context, dir string, seq uint64) ([]byte, error
 	return data, err
 }
 
+// Ledger is one ledger of the store, its key prefix resolved once: the
+// handle ports.LedgerStore's OpenLedger returns in the port's next shape.
+// It holds nothing open.
+type Ledger struct {
+	s   *Store
+	dir string
+}
+
+// OpenLedger returns the ledger rel. It makes no request: a ledger with no
+// record yet is one.
+func (s *Store) OpenLedger(rel string) (*Ledger, error) {
+	dir, err := s.dirKey(rel)
+	if err != nil {
+		return nil, err
+	}
+	return &Ledger{s: s, dir: dir}, nil
+}
+
+// Close implements the handle's Close: there is nothing to release.
+func (l *Ledger) Close() error { return nil }
+
 // LastLine implements ports.LedgerStore: the object of the highest seq,
 // as it is; nil when the ledger has no record.
 func (s *Store) LastLine(ctx context.Context, rel string) ([]byte, error) {
-	dir, err := s.dirKey(rel)
+	l, err := s.OpenLedger(rel)
 	if err != nil {
 		return nil, err
 	}
-	return s.lastLine(ctx, dir)
+	return l.LastLine(ctx)
 }
 
-func (s *Store) lastLine(ctx context.Context, dir string) ([]byte, error) {
-	seq, err := s.head(ctx, dir, 0)
+// LastLine is the object of the highest seq, as it is; nil when the
+// ledger has no record.
+func (l *Ledger) LastLine(ctx context.Context) ([]byte, error) {
+	seq, err := l.s.head(ctx, l.dir, 0)
 	if err != nil || seq == 0 {
 		return nil, err
 	}
-	return s.line(ctx, dir, seq)
+	return l.s.line(ctx, l.dir, seq)
 }
 
-// Lock implements ports.LedgerStore. It takes no lock and makes no
-// request: the hold's Append links its record to the head and retries
-// on losing the head to another writer, for at most wait.
+// Lock implements ports.LedgerStore; see Ledger.Lock.
 func (s *Store) Lock(ctx context.Context, rel string, wait time.Duration) (ports.HeldLedger, error) {
-	dir, err := s.dirKey(rel)
+	l, err := s.OpenLedger(rel)
 	if err != nil {
 		return nil, err
 	}
-	return &held{s: s, dir: dir, ctx: ctx, wait: wait}, nil
+	return l.Lock(ctx, wait)
+}
+
+// Lock takes no lock and makes no request: the hold's Append links its
+// record to the head and retries on losing the head to another writer,
+// for at most wait.
+func (l *Ledger) Lock(ctx context.Context, wait time.Duration) (ports.HeldLedger, error) {
+	return &held{l: l, ctx: ctx, wait: wait}, nil
 }
 
 // held is a ledger whose next record this caller will append.
 type held struct {
-	s        *Store
-	dir      string
+	l        *Ledger
 	ctx      context.Context
 	wait     time.Duration
 	appended bool
 }
 
-func (h *held) LastLine() ([]byte, error) { return h.s.lastLine(h.ctx, h.dir) }
+func (h *held) LastLine() ([]byte, error) { return h.l.LastLine(h.ctx) }
 
 // Append implements ports.HeldLedger: record is built from the head's
 // line and created as the next seq; when another writer created that seq
@@ -184,14 +211,14 @@ func (h *held) Append(record func(last []byte) ([]byte, error)) error {
 	h.appended = true
 	ctx := context.WithoutCancel(h.ctx)
 	deadline := time.Now().Add(h.wait)
-	seq, err := h.s.head(ctx, h.dir, 0)
+	seq, err := h.l.s.head(ctx, h.l.dir, 0)
 	for {
 		if err != nil {
 			return err
 		}
 		var last []byte
 		if seq > 0 {
-			if last, err = h.s.line(ctx, h.dir, seq); err != nil {
+			if last, err = h.l.s.line(ctx, h.l.dir, seq); err != nil {
 				return err
 			}
 		}
@@ -199,9 +226,9 @@ func (h *held) Append(record func(last []byte) ([]byte, error)) error {
 		if rerr != nil {
 			return rerr
 		}
-		switch err := h.s.create(ctx, recordKey(h.dir, seq+1), data); {
+		switch err := h.l.s.create(ctx, recordKey(h.l.dir, seq+1), data); {
 		case err == nil:
-			h.s.sawHead(h.dir, seq+1)
+			h.l.s.sawHead(h.l.dir, seq+1)
 			return nil
 		case errors.Is(err, ports.ErrNotDir):
 			return ports.ErrNotRegular // an object where the ledger's prefix should be
@@ -210,23 +237,28 @@ func (h *held) Append(record func(last []byte) ([]byte, error)) error {
 		case time.Now().After(deadline):
 			return ports.ErrBusy
 		}
-		seq, err = h.s.head(ctx, h.dir, seq+1)
+		seq, err = h.l.s.head(ctx, h.l.dir, seq+1)
 	}
 }
 
 // Release implements ports.HeldLedger: there is nothing to release.
 func (h *held) Release() error { return nil }
 
-// ScanLedger implements ports.LedgerStore: every record object up to the
-// head found as the scan begins, in seq order (appends made meanwhile do
-// not show, and wait for nothing). A seq missing below the head is handed
-// over as one empty line, which is no record. A ledger with no record is
-// ErrMissing.
+// ScanLedger implements ports.LedgerStore; see Ledger.Scan.
 func (s *Store) ScanLedger(ctx context.Context, rel string, visit func([]byte) error) error {
-	dir, err := s.dirKey(rel)
+	l, err := s.OpenLedger(rel)
 	if err != nil {
 		return err
 	}
+	return l.Scan(ctx, visit)
+}
+
+// Scan hands over every record object up to the head found as the scan
+// begins, in seq order (appends made meanwhile do not show, and wait for
+// nothing). A seq missing below the head is handed over as one empty
+// line, which is no record. A ledger with no record is ErrMissing.
+func (l *Ledger) Scan(ctx context.Context, visit func([]byte) error) error {
+	s, dir := l.s, l.dir
 	end, err := s.head(ctx, dir, 0)
 	if err != nil {
 		return err
