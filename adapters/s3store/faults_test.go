@@ -274,6 +274,32 @@ func TestAWriteWhoseAnswerWasLostIsReadBackAndCountedOnce(t *testing.T) {
 		is.NoErr(err) // and indeed it was: "nothing was committed" would have been false
 	})
 
+	t.Run("a commit the store failed every time is not made, and says so", func(t *testing.T) {
+		is := is.New(t)
+		var mu sync.Mutex
+		tries := 0
+		t.Setenv("AWS_ENDPOINT_URL_S3", srv.Proxy(t, func(r *http.Request) s3test.Fault {
+			if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/r1") {
+				mu.Lock()
+				tries++
+				mu.Unlock()
+				return s3test.Fail
+			}
+			return s3test.Pass
+		}))
+		store := open(t, "s3://lost/d")
+		w, err := store.OpenWriter(".")
+		is.NoErr(err)
+		is.NoErr(w.Stage(runFiles("r1")))
+		err = w.Commit("r1")
+		is.True(errors.Is(err, ports.ErrUnavailable))     // retryable
+		is.True(!errors.Is(err, ports.ErrOutcomeUnknown)) // every try was answered, and the read-back found nothing
+		is.Equal(tries, 3)
+		run, err := store.ReadRun(".", "r1", runNames, 1024)
+		is.NoErr(err)
+		is.True(!run.Exists)
+	})
+
 	t.Run("a record whose answer was lost lands once", func(t *testing.T) {
 		is := is.New(t)
 		lose(t, func(r *http.Request) bool { return r.Method == http.MethodPut }, 1)

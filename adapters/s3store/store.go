@@ -274,11 +274,15 @@ const createTries = 3
 // whose answer never came may have taken effect. A refusal because the
 // key exists after such a try is read back, and bytes equal to data are
 // this call's own write (the key is unique to this writer's attempt, or
-// data holds what it alone wrote). When no try got an answer, one read
-// tells whether one took effect; when that read fails too, the error is
+// data holds what it alone wrote). When every try failed and one may have
+// been carried out, one read tells; when that read fails, or finds nothing
+// while a try that got no answer may still land, the error is
 // ports.ErrOutcomeUnknown as well as ports.ErrUnavailable.
 func (s *Store) create(ctx context.Context, key string, data []byte) error {
-	maybeSent := false
+	// maybeSent: a try may have been carried out (no answer came, or a
+	// server error); inFlight: one may still be (no answer came at all),
+	// so that an object not there yet is no proof of anything.
+	maybeSent, inFlight := false, false
 	var last error
 	for try := range createTries {
 		// Jittered, so that two writers refused together (409) part.
@@ -302,7 +306,8 @@ func (s *Store) create(ctx context.Context, key string, data []byte) error {
 		case status(err) != 0:
 			return classify(err) // a refusal: nothing was written
 		default:
-			maybeSent = maybeSent || !notSent(err)
+			sent := !notSent(err)
+			maybeSent, inFlight = maybeSent || sent, inFlight || sent
 			last = err
 		}
 	}
@@ -317,6 +322,8 @@ func (s *Store) create(ctx context.Context, key string, data []byte) error {
 		return nil
 	case err == nil, errors.Is(err, ports.ErrTooLarge):
 		return ports.ErrExists
+	case errors.Is(err, ports.ErrMissing) && !inFlight:
+		return unavailable(last) // every try was answered, and none wrote
 	}
 	return fmt.Errorf("%w: %w", ports.ErrOutcomeUnknown, unavailable(last))
 }

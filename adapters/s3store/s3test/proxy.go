@@ -1,6 +1,7 @@
 package s3test
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -18,6 +19,8 @@ const (
 	// and closes the client's connection instead of answering: the
 	// client cannot tell whether it took effect.
 	LoseAnswer
+	// Fail answers 500 InternalError without passing the request on.
+	Fail
 )
 
 // Proxy starts an HTTP proxy in front of the server and returns its
@@ -33,7 +36,13 @@ func (s *Server) Proxy(t testing.TB, decide func(r *http.Request) Fault) string 
 	// The request keeps its Host header, which its signature covers.
 	rp := httputil.NewSingleHostReverseProxy(target)
 	p := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if decide(r) != LoseAnswer {
+		switch decide(r) {
+		case Fail:
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>injected</Message></Error>`)
+			return
+		case Pass:
 			rp.ServeHTTP(w, r)
 			return
 		}

@@ -9,7 +9,6 @@
 package s3test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -268,10 +267,5 @@ func (w *tail) Write(p []byte) (int, error) {
 func (w *tail) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var lines []string
-	sc := bufio.NewScanner(strings.NewReader(string(w.buf)))
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	return strings.Join(lines, " | ")
+	return strings.ReplaceAll(strings.TrimSpace(string(w.buf)), "\n", " | ")
 }
