@@ -42,6 +42,7 @@ func layers() map[string]layer {
 		"app":       {internal: []string{"domain", "ports", "app"}, external: []string{"github.com/go-json-experiment/json"}},
 		"pure":      {internal: []string{"domain", "app"}, external: []string{"github.com/go-json-experiment/json"}},
 		"adapters":  {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/spf13/afero", "golang.org/x/sys/unix", "github.com/matryer/is"}},
+		"store":     {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go", "golang.org/x/sys/unix"}},
 		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-json-experiment/json"}},
 		"remote":    {internal: []string{"ports", "adapters"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-jose/go-jose/v4", "golang.org/x/sync/semaphore"}},
 		"contracts": {},
@@ -99,10 +100,18 @@ func purePackages() []string {
 	return []string{module + "/app/attest", module + "/app/jsonvalue", module + "/app/ledger", module + "/app/protocol"}
 }
 
+// storePackage keeps the evidence and the ledger in S3-compatible object
+// storage: a driven adapter like the others, and the one that may import
+// the S3 client (its s3test, which starts a real server for tests, too).
+const storePackage = module + "/adapters/s3store"
+
 // layerOf names the row of the table a package's folder belongs to.
 func layerOf(top, pkg string) string {
 	if slices.Contains(purePackages(), pkg) {
 		return "pure"
+	}
+	if pkg == storePackage || strings.HasPrefix(pkg, storePackage+"/") {
+		return "store"
 	}
 	if pkg == wirePackage {
 		return "wiring"
@@ -151,7 +160,7 @@ func check(top, pkg, imp string) error {
 		if top == "remote" && target == "adapters" && !strings.HasPrefix(imp, module+"/adapters/oauth") && !strings.HasPrefix(rest, "adapters/internal/") {
 			return fmt.Errorf("%s imports %s: the remote front imports only the token verifier of the adapters", pkg, imp)
 		}
-		if (top == "adapters" || top == "driving") && target == "adapters" && !strings.HasPrefix(rest, "adapters/internal/") && !strings.HasSuffix(pkg, "/porttest") &&
+		if (top == "adapters" || top == "driving" || top == "store") && target == "adapters" && !strings.HasPrefix(rest, "adapters/internal/") && !strings.HasSuffix(pkg, "/porttest") &&
 			!(top == "driving" && (imp == cliPackage || inRemote(imp))) {
 			return fmt.Errorf("%s imports %s: adapters never import each other", pkg, imp)
 		}
@@ -275,6 +284,12 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/osfs", module + "/adapters/remote"},
 		{"adapters", module + "/adapters/osfs", "github.com/go-jose/go-jose/v4"},
 		{"app", module + "/app", module + "/adapters/oauth"},
+		{"adapters", module + "/adapters/osfs", "github.com/aws/aws-sdk-go-v2/service/s3"},
+		{"adapters", module + "/adapters/mcp", "github.com/aws/aws-sdk-go-v2/service/s3"},
+		{"app", module + "/app", "github.com/aws/aws-sdk-go-v2/service/s3"},
+		{"adapters", storePackage, module + "/app"},
+		{"adapters", storePackage, module + "/adapters/osfs"},
+		{"adapters", storePackage + "/s3test", module + "/adapters/memfs"},
 	}
 	for _, tt := range tests {
 		if check(tt.top, tt.pkg, tt.imp) == nil {
@@ -317,6 +332,11 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/oauth", module + "/ports"},
 		{"adapters", module + "/adapters/mcp", module + "/adapters/remote"},
 		{"adapters", module + "/adapters/mcp", module + "/adapters/oauth"},
+		{"adapters", storePackage, "github.com/aws/aws-sdk-go-v2/service/s3"},
+		{"adapters", storePackage, "github.com/aws/smithy-go/transport/http"},
+		{"adapters", storePackage, module + "/adapters/internal/bounded"},
+		{"adapters", storePackage + "/s3test", "github.com/aws/aws-sdk-go-v2/credentials"},
+		{"cmd", module + "/cmd/tool-runner", storePackage},
 	} {
 		if err := check(ok.top, ok.pkg, ok.imp); err != nil {
 			t.Errorf("wrongly refused: %v", err)
