@@ -321,7 +321,9 @@ func TestAWriteWhoseAnswerWasLostIsReadBackAndCountedOnce(t *testing.T) {
 		is := is.New(t)
 		store := open(t, "s3://lost/e")
 		is.NoErr(appendLine(store, "ledger", "one\n"))
-		lose(t, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/e/ledger/00000000000000000002.json") }, -1)
+		lose(t, func(r *http.Request) bool {
+			return strings.HasSuffix(r.URL.Path, "/e/ledger/00000000000000000002.json")
+		}, -1)
 		store = open(t, "s3://lost/e")
 		err := appendLine(store, "ledger", "two\n")
 		is.True(errors.Is(err, ports.ErrRecordRemains)) // the answer must then be the one the record holds
