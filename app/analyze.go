@@ -234,6 +234,8 @@ func writeFault(subject string, err error) *protocol.Error {
 		return protocol.Errorf(protocol.OutputBusy, "another analyze holds the writer lock of %s; retry when it is done", subject)
 	case errors.Is(err, ports.ErrLockExposed):
 		return protocol.Errorf(protocol.InvalidOutput, "the output directory's writer lock file (%s) is open to group or others, so another account could hold it, and this user may not change its mode; nothing was written: have the file's owner run chmod 600 on it", ports.LockFile)
+	case errors.Is(err, ports.ErrLinked):
+		return protocol.Errorf(protocol.InvalidOutput, "the output directory's writer lock file (%s) has more than one hard link, so another name of it may lie outside the workspace; nothing was written: remove the extra link (or, when no analyze is running, this lock file: the next analyze makes a new one)", ports.LockFile)
 	case errors.Is(err, ports.ErrExists):
 		return protocol.Errorf(protocol.OutputCollision, "%s already exists; existing evidence is never overwritten: use a new run ID", subject)
 	case errors.Is(err, ports.ErrNotDir), errors.Is(err, ports.ErrNameTooLong):
@@ -242,6 +244,8 @@ func writeFault(subject string, err error) *protocol.Error {
 		return protocol.Errorf(protocol.PathBoundary, "the output directory or its lock file leads out of the output directory (a symlink put there after the path was checked?); nothing was written: remove it, or choose another output directory")
 	case errors.Is(err, ports.ErrInsideEvidence):
 		return protocol.Errorf(protocol.PathBoundary, "the output directory %s became a run or lies inside one while this call was reading the sources; nothing was written: choose an output directory outside every run", subject)
+	case errors.Is(err, ports.ErrMaybeCommitted):
+		return protocol.Errorf(protocol.IOOrNumericError, "the run %s was renamed into place, but making it durable failed%s and it could not be moved back out of sight: the run may be committed, and may not survive a crash of the machine: verify it with verify_result before you rely on it (a retry with the same run ID answers OUTPUT_COLLISION while it stands)", subject, because(err))
 	case errors.Is(err, ports.ErrNoReplaceUnsupported):
 		return protocol.Errorf(protocol.IOOrNumericError, "the filesystem of %s cannot rename without replacing, so no commit is safe; nothing was committed", subject)
 	}

@@ -200,6 +200,8 @@ func ledgerPlaceFault(err error) *protocol.Error {
 		return protocol.Errorf(protocol.InvalidOutput, "the ledger's path is not one its file system accepts%s", because(err))
 	case errors.Is(err, ports.ErrNotRegular):
 		return protocol.Errorf(protocol.InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
+	case errors.Is(err, ports.ErrMoved):
+		return protocol.Errorf(protocol.PathBoundary, "a directory on the ledger's path was replaced by a symlink while the ledger was being opened; nothing was run: restore it, or give --ledger the place you mean")
 	}
 	return protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be resolved%s", because(err))
 }

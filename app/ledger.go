@@ -32,6 +32,9 @@ const whoHeldTheLedger = "other calls (of this process or others, or another acc
 // ledgerExposed is the fault of a ledger whose mode cannot be made 0600.
 const ledgerExposed = "the ledger is open to group or others, so another account could hold its lock, and this user may not change its mode: have the file's owner run chmod 600 on it"
 
+// ledgerLinked is the fault of a ledger with more than one hard link.
+const ledgerLinked = "the ledger has more than one hard link, so another name of it may lie outside the workspace, and every record would be written there too: remove the extra link, or give --ledger a new path"
+
 // CheckLedger is the pre-check every call makes before any work: the
 // ledger's path still resolves where it did when the service opened (each
 // call checks again, so a directory swapped for a symlink while a server
@@ -50,7 +53,7 @@ func (s *Service) CheckLedger(ctx context.Context) error {
 	if rel != s.ledger {
 		return protocol.Errorf(protocol.PathBoundary, "the ledger now resolves elsewhere than when this process started; nothing was run: restore its directory, or start again with --ledger naming the place you mean")
 	}
-	last, err := s.p.Ledger.LastLine(ctx, s.ledger)
+	last, err := s.ledgerFile.LastLine(ctx)
 	if err != nil {
 		return ledgerReadFault(err)
 	}
@@ -74,6 +77,8 @@ func ledgerReadFault(err error) *protocol.Error {
 		return protocol.Errorf(protocol.InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
 	case errors.Is(err, ports.ErrBusy):
 		return protocol.Errorf(protocol.IOOrNumericError, "this call waited %d s for a shared lock on the ledger, to read its last record, and did not get one: %s; nothing was run: retry", ledgerWaitSeconds, whoHeldTheLedger)
+	case errors.Is(err, ports.ErrLinked):
+		return protocol.Errorf(protocol.InvalidOutput, "%s; nothing was run", ledgerLinked)
 	}
 	return protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read%s; nothing was run", because(err))
 }
@@ -105,7 +110,7 @@ func (h *LedgerHold) Release() {
 // process holds it) leaves the call unrecorded: recording it would mean
 // the same wait.
 func (s *Service) holdLedger(ctx context.Context, hold *LedgerHold) error {
-	held, err := s.p.Ledger.Lock(ctx, s.ledger, ledgerWaitSeconds*time.Second)
+	held, err := s.ledgerFile.Lock(ctx, ledgerWaitSeconds*time.Second)
 	if err == nil {
 		hold.held = held
 		return nil
@@ -118,6 +123,8 @@ func (s *Service) holdLedger(ctx context.Context, hold *LedgerHold) error {
 		return protocol.Errorf(protocol.IOOrNumericError, "this analyze waited %d s for the ledger's lock before its commit and did not get it: %s; nothing was committed, and the call was not recorded: retry", ledgerWaitSeconds, whoHeldTheLedger)
 	case errors.Is(err, ports.ErrLockExposed):
 		return protocol.Errorf(protocol.InvalidOutput, "%s; nothing was committed, and the call was not recorded", ledgerExposed)
+	case errors.Is(err, ports.ErrLinked):
+		return protocol.Errorf(protocol.InvalidOutput, "%s; nothing was committed, and the call was not recorded", ledgerLinked)
 	case errors.Is(err, ports.ErrNotRegular):
 		return protocol.Errorf(protocol.InvalidOutput, "the ledger is no longer a regular file; nothing was committed, and the call was not recorded: give --ledger a regular file")
 	}
@@ -176,13 +183,20 @@ func (s *Service) Record(hold *LedgerHold, record func() ledger.Record) error {
 	if hold.held == nil {
 		// The record is the call's outcome, already decided: it waits its
 		// whole time, whatever cancels the call meanwhile.
-		held, err := s.p.Ledger.Lock(context.Background(), s.ledger, ledgerWaitSeconds*time.Second)
+		held, err := s.ledgerFile.Lock(context.Background(), ledgerWaitSeconds*time.Second)
 		if err != nil {
 			return appendFault(err)
 		}
 		hold.held = held
 	}
 	if err := hold.held.Append(line); err != nil {
+		if errors.Is(err, ports.ErrRecordRemains) {
+			// The record was written whole and could not be cut back off
+			// for good: it may remain, and the next call builds on it. The
+			// ledger never keeps a record of a response that was not sent
+			// (protocol §11), so the answer is the one the record holds.
+			return nil
+		}
 		return appendFault(err)
 	}
 	return nil
@@ -198,6 +212,10 @@ func appendFault(err error) *protocol.Error {
 		return protocol.Errorf(protocol.IOOrNumericError, "this call waited %d s for the ledger's lock, to record itself, and did not get it: %s; so this call was not recorded", ledgerWaitSeconds, whoHeldTheLedger)
 	case errors.Is(err, ports.ErrLockExposed):
 		return protocol.Errorf(protocol.InvalidOutput, "%s; so this call was not recorded", ledgerExposed)
+	case errors.Is(err, ports.ErrLinked):
+		return protocol.Errorf(protocol.InvalidOutput, "%s; so this call was not recorded", ledgerLinked)
+	case errors.Is(err, ports.ErrTornRemains):
+		return protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s, and a torn part of the record stays at the end of the ledger, which could not be cut back: every call answers LEDGER_TAMPERED until it is repaired: inspect it with tool-runner ledger, and see README on repairing it", because(err))
 	}
 	return protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s", because(err))
 }
@@ -227,7 +245,7 @@ func (s *Service) walkChain(ctx context.Context, visit func(line int64, r ledger
 	chain := records().Chain()
 	var n int64
 	var broken error
-	err := s.p.Ledger.ScanLedger(ctx, s.ledger, func(line []byte) error {
+	err := s.ledgerFile.Scan(ctx, func(line []byte) error {
 		n++
 		r, err := chain.Add(line)
 		if err != nil {

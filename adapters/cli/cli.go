@@ -67,8 +67,8 @@ func reportOptions() []string {
 }
 
 // Parse parses the command-line arguments of cmd, without the command's
-// word. help reports --help: then a missing --workspace or --ledger is no
-// fault, and o holds what was parsed. Unknown, repeated or malformed options, an option the command
+// word. help reports --help or -h (one of them, once): then a missing
+// --workspace or --ledger is no fault, and o holds what was parsed. Unknown, repeated or malformed options, an option the command
 // does not take, empty values, values starting with "--" and positional
 // arguments are INVALID_OPTIONS; a missing --workspace is
 // MISSING_WORKSPACE.
@@ -88,9 +88,9 @@ func Parse(cmd Command, args []string) (o Options, help bool, e *protocol.Error)
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		pos := first + i
-		if arg == "--help" {
-			if seen[arg] {
-				return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "argument %d repeats --help", pos)
+		if arg == "--help" || arg == "-h" {
+			if help {
+				return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "argument %d repeats %s", pos, helpWords(arg, seen))
 			}
 			seen[arg] = true
 			help = true
@@ -184,6 +184,15 @@ func Parse(cmd Command, args []string) (o Options, help bool, e *protocol.Error)
 		return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "--run-id is required: the run to report on")
 	}
 	return o, false, nil
+}
+
+// helpWords names the help option a repeat repeats: its own spelling when
+// the first had it ("--help", as before -h existed), else both.
+func helpWords(arg string, seen map[string]bool) string {
+	if seen[arg] {
+		return arg
+	}
+	return "the help option (-h, --help)"
 }
 
 // unknownArgument refuses an argument that is no option of the command.

@@ -72,6 +72,10 @@ func TestEachOptionFaultNamesItsPosition(t *testing.T) {
 		{cli.OneShot, []string{"/secret/ws"}, protocol.InvalidOptions, "argument 1 is a positional argument; tool-runner takes none"},
 		{cli.MCP, []string{"--workspace", "w", "--workspace=/secret"}, protocol.InvalidOptions, "argument 4 repeats --workspace"},
 		{cli.OneShot, []string{"--help", "--help"}, protocol.InvalidOptions, "argument 2 repeats --help"},
+		{cli.OneShot, []string{"-h", "-h"}, protocol.InvalidOptions, "argument 2 repeats -h"},
+		{cli.Report, []string{"-h", "--help"}, protocol.InvalidOptions, "argument 3 repeats the help option (-h, --help)"},
+		{cli.OneShot, []string{"-h", "--bogus"}, protocol.InvalidOptions, "argument 2 is not a known option; see --help"},
+		{cli.OneShot, []string{"-help"}, protocol.InvalidOptions, "argument 1 is not a known option; see --help"},
 		{cli.OneShot, []string{"--workspace"}, protocol.InvalidOptions, "--workspace (argument 1) needs a value"},
 		{cli.OneShot, []string{"--workspace="}, protocol.InvalidOptions, "--workspace (argument 1) has an empty value"},
 		{cli.OneShot, []string{"--workspace", "--ledger"}, protocol.InvalidOptions, "--workspace (argument 1) has a value starting with --"},
@@ -111,5 +115,20 @@ func TestOnlyTheLedgerAndReportCommandsAreReadOnly(t *testing.T) {
 		o, _, e := cli.Parse(tt.cmd, append([]string{"--workspace", "ws"}, tt.args...))
 		is.True(e == nil)
 		is.Equal(o.ReadOnly, tt.readOnly) // tt.cmd
+	}
+}
+
+// -h is --help, for every command: alone, or beside good options, it asks
+// for the usage and spares the required options.
+func TestDashHIsHelpForEveryCommand(t *testing.T) {
+	for _, cmd := range []cli.Command{cli.OneShot, cli.MCP, cli.LedgerCheck, cli.Report} {
+		for _, args := range [][]string{{"-h"}, {"--help"}, {"--workspace", "w", "-h"}} {
+			t.Run(fmt.Sprint(cmd, args), func(t *testing.T) {
+				is := is.New(t)
+				_, help, e := cli.Parse(cmd, args)
+				is.True(e == nil)
+				is.True(help)
+			})
+		}
 	}
 }

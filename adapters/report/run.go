@@ -26,7 +26,7 @@ default, or one self-contained HTML page. It writes nothing.
   --ledger L        also check the call ledger's whole chain, and find the
                     record of the analyze that made the run
   --format F        markdown (the default) or html
-  --help            print this text and exit 0
+  -h, --help        print this text and exit 0
 
 Exit status: 0 verified, 1 verification found a fault (the page says so in
 its first line), 2 an option fault (one line on standard error, nothing on
@@ -38,13 +38,17 @@ type Report struct {
 	opts           cli.Options
 	svc            *app.Service
 	stdout, stderr io.Writer
+	// running are the build settings of the engine running the report,
+	// from which the page says whether a run it verified can be rebuilt.
+	running map[string]string
 }
 
 // Open parses args (the command line after the word report) and opens the
-// service. When the command ends here (an option fault, named by its code
-// in one line on stderr, or --help) it returns nil and the exit status: 2
-// for a fault, 0 for help, 1 when the help could not be written.
-func Open(args []string, stdout, stderr io.Writer, wire app.Wire) (*Report, int) {
+// service; running are the running engine's build settings. When the
+// command ends here (an option fault, named by its code in one line on
+// stderr, or --help) it returns nil and the exit status: 2 for a fault, 0
+// for help, 1 when the help could not be written.
+func Open(args []string, stdout, stderr io.Writer, wire app.Wire, running map[string]string) (*Report, int) {
 	o, help, e := cli.Parse(cli.Report, args)
 	if e != nil {
 		return nil, optionFault(stderr, e)
@@ -59,7 +63,7 @@ func Open(args []string, stdout, stderr io.Writer, wire app.Wire) (*Report, int)
 	if err != nil {
 		return nil, optionFault(stderr, err)
 	}
-	return &Report{opts: o, svc: s, stdout: stdout, stderr: stderr}, 0
+	return &Report{opts: o, svc: s, stdout: stdout, stderr: stderr, running: running}, 0
 }
 
 // Options are the options the command was opened with.
@@ -89,7 +93,7 @@ func (c *Report) Run(ctx context.Context, _ io.Reader) int {
 		render = HTML
 	}
 	var page bytes.Buffer
-	if err := render(&page, r); err != nil {
+	if err := render(&page, r, c.running); err != nil {
 		return optionFault(c.stderr, protocol.Errorf(protocol.InternalError, "the page could not be rendered; nothing was printed"))
 	}
 	if _, err := c.stdout.Write(page.Bytes()); err != nil {
@@ -102,8 +106,8 @@ func (c *Report) Run(ctx context.Context, _ io.Reader) int {
 }
 
 // Run runs "tool-runner report": Open, Run, Close.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer, wire app.Wire) int {
-	c, exit := Open(args, stdout, stderr, wire)
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer, wire app.Wire, running map[string]string) int {
+	c, exit := Open(args, stdout, stderr, wire, running)
 	if c == nil {
 		return exit
 	}

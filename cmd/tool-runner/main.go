@@ -46,11 +46,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	} else {
 		serverMemory()
 	}
-	first := ""
-	if len(args) > 0 {
-		first = args[0]
+	if len(args) == 0 {
+		return stdio.Bare(stderr)
 	}
-	switch first {
+	switch args[0] {
 	case "mcp":
 		c, exit := mcp.Open(args[1:], stdout, stderr, wire, moduleVersion())
 		return runOpened(ctx, c, exit, stdin)
@@ -58,7 +57,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		c, exit := stdio.OpenLedger(args[1:], stdout, wire)
 		return runOpened(ctx, c, exit, stdin)
 	case "report":
-		c, exit := report.Open(args[1:], stdout, stderr, wire)
+		c, exit := report.Open(args[1:], stdout, stderr, wire, engine.Settings())
 		return runOpened(ctx, c, exit, stdin)
 	case "version":
 		return stdio.Version(args[1:], stdout, stderr, eng, engine.Settings())
