@@ -67,6 +67,10 @@ func launch(argv []string) int {
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
+	if cmd.ProcessState == nil { // it never started (no process left on a loaded machine)
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 127
+	}
 	rss := exitedRSSKiB(cmd.ProcessState)
 	report := os.NewFile(3, "report")
 	fmt.Fprintf(report, "%d %d\n", wall.Nanoseconds(), rss)
