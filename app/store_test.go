@@ -190,7 +190,7 @@ func TestAStoresFaultsReachHonestAnswers(t *testing.T) {
 			is.Equal(r.code(), string(tt.code))
 			is.Equal(r.Body.Error.Retryable, tt.retryable)
 			is.True(strings.Contains(r.Body.Error.Message, tt.says)) // the message says what is true
-			is.Equal(len(r.Body.Artifacts), 0)                        // an answer that failed claims no file
+			is.Equal(len(r.Body.Artifacts), 0)                       // an answer that failed claims no file
 			is.Equal(m.exists(storeDir+"/r1"), tt.committed)
 		})
 	}
