@@ -243,6 +243,7 @@ func checkBurstLedger(t *testing.T, ws string, answered []string, runs map[strin
 // answer is recorded once, and the chain verifies, by the test's own
 // hashes and by "tool-runner ledger".
 func TestABurstOfOneShotProcessesIsAnsweredAndRecordedWhole(t *testing.T) {
+	testutil.SkipUnlessLong(t)
 	n := 400
 	if testing.Short() {
 		n = 40
@@ -277,6 +278,7 @@ func TestABurstOfOneShotProcessesIsAnsweredAndRecordedWhole(t *testing.T) {
 // turn at the ledger's lock, every call is recorded once, and every run
 // either made has exactly one record.
 func TestABurstOverMCPAndOneShotTogetherKeepsTheLedgerWhole(t *testing.T) {
+	testutil.SkipUnlessLong(t)
 	n, m := 100, 60 // one-shot processes; MCP calls
 	if testing.Short() {
 		n, m = 20, 12

@@ -643,6 +643,7 @@ func TestLedgerNamesEachTamperingAtItsLine(t *testing.T) {
 // recorded; at the end the ledger verifies, and every call that answered
 // is recorded in it.
 func TestKillingACallAtAnyMomentLeavesALedgerTheNextCallBuildsOn(t *testing.T) {
+	testutil.SkipUnlessLong(t)
 	is := is.New(t)
 	ws := maxFixture(t)
 	ledger := filepath.Join(ws, "ledger.jsonl")

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // The nested-output race of issue 7: analyze A commits run "nightly" in rN
@@ -26,6 +28,7 @@ import (
 // rounds where the two calls really overlapped: a loop that never raced
 // could not pass.
 func TestANestedOutputDirectoryNeverLandsInsideARun(t *testing.T) {
+	testutil.SkipUnlessLong(t)
 	is := is.New(t)
 	rounds := 200
 	if testing.Short() {

@@ -31,6 +31,8 @@ import (
 
 	"github.com/matryer/is"
 	"golang.org/x/sys/unix"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // 40 SIGINTs and 40 SIGTERMs, each landing on a running analyze of the
@@ -48,6 +50,7 @@ import (
 // (the median of the last five calls that ran to their end), since the
 // machine may be busier at one moment than at another.
 func TestSignalsAtAnyMomentOfAnAnalyzeCancelOrLetItFinish(t *testing.T) {
+	testutil.SkipUnlessLong(t)
 	is := is.New(t)
 	perSignal := 40
 	if testing.Short() {
@@ -225,6 +228,7 @@ func TestASignalWhileWaitingForTheRequestAnswersCancelledAtOnce(t *testing.T) {
 // cancellation before its work only (protocol §6), so most signals find it
 // past that check, and it finishes.
 func TestSignalsDuringVerifyAnswerOnceAndWriteNothing(t *testing.T) {
+	testutil.SkipUnlessLong(t)
 	is := is.New(t)
 	attempts := 20
 	if testing.Short() {
@@ -283,9 +287,9 @@ func TestSignalsDuringVerifyAnswerOnceAndWriteNothing(t *testing.T) {
 // moment the runner waits for its request until it has exited.
 func TestFurtherSignalsAreIgnoredAndTheAnswerStillComes(t *testing.T) {
 	is := is.New(t)
-	rounds := 20
-	if testing.Short() {
-		rounds = 5
+	rounds := 5
+	if testutil.Long() && !testing.Short() {
+		rounds = 20 // the long suite's storm
 	}
 	ws := fixture(t)
 	sent := 0

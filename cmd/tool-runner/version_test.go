@@ -87,6 +87,7 @@ func TestVersionNamesTheRunningEngine(t *testing.T) {
 // neither reuses the other's work. Each one's version line is the same and
 // names its bytes, and a run analyzed by one verifies with the other.
 func TestTwoClonesBuildTheSameEngine(t *testing.T) {
+	testutil.SkipUnlessLong(t)
 	if testing.Short() {
 		t.Skip("builds the runner twice, once with an empty build cache (about a minute or more)")
 	}
