@@ -215,7 +215,9 @@ func classify(s step, subject string, err error) *Error {
 		case errors.Is(err, ports.ErrNotRegular):
 			return fail(InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
 		case errors.Is(err, ports.ErrBusy):
-			return fail(IOOrNumericError, "this call waited %d s for a shared lock on the ledger, to read its last record, and did not get one: %s; nothing was run: retry", ledgerWaitSeconds, whoHeldTheLedger)
+			return fail(IOOrNumericError, "this call waited for a shared lock on the ledger, to read its last record, and for %d s no call was recorded in it: %s; nothing was run: retry once it has let go", ledgerWaitSeconds, stuckHolder)
+		case errors.Is(err, ports.ErrWaitedTooLong):
+			return fail(IOOrNumericError, "this call waited %d minutes for a shared lock on the ledger, to read its last record, while other calls kept being recorded, and its turn did not come; nothing was run: %s", ledgerWaitMinutes, retryAfterTheBurst)
 		}
 		return fail(IOOrNumericError, "the ledger could not be read%s; nothing was run", because(err))
 	case lockingLedger:
@@ -223,7 +225,9 @@ func classify(s step, subject string, err error) *Error {
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			return fail(Cancelled, "the call was cancelled while it waited for another process's lock on the ledger before its commit; nothing was committed, and the call was not recorded (recording it would mean waiting for that lock)")
 		case errors.Is(err, ports.ErrBusy):
-			return fail(IOOrNumericError, "this analyze waited %d s for the ledger's lock before its commit and did not get it: %s; nothing was committed, and the call was not recorded: retry", ledgerWaitSeconds, whoHeldTheLedger)
+			return fail(IOOrNumericError, "this analyze waited for the ledger's lock before its commit, and for %d s no call was recorded in it: %s; nothing was committed, and the call was not recorded: retry once it has let go", ledgerWaitSeconds, stuckHolder)
+		case errors.Is(err, ports.ErrWaitedTooLong):
+			return fail(IOOrNumericError, "this analyze waited %d minutes for the ledger's lock before its commit, while other calls kept being recorded, and its turn did not come; nothing was committed, and the call was not recorded: %s", ledgerWaitMinutes, retryAfterTheBurst)
 		case errors.Is(err, ports.ErrLockExposed):
 			return fail(InvalidOutput, "%s; nothing was committed, and the call was not recorded", ledgerExposed)
 		case errors.Is(err, ports.ErrNotRegular):
@@ -235,7 +239,9 @@ func classify(s step, subject string, err error) *Error {
 	case appendingLedger:
 		switch {
 		case errors.Is(err, ports.ErrBusy):
-			return fail(IOOrNumericError, "this call waited %d s for the ledger's lock, to record itself, and did not get it: %s; so this call was not recorded", ledgerWaitSeconds, whoHeldTheLedger)
+			return fail(IOOrNumericError, "this call waited for the ledger's lock, to record itself, and for %d s no call was recorded in it: %s; so this call was not recorded", ledgerWaitSeconds, stuckHolder)
+		case errors.Is(err, ports.ErrWaitedTooLong):
+			return fail(IOOrNumericError, "this call waited %d minutes for the ledger's lock, to record itself, while other calls kept being recorded, and its turn did not come; so this call was not recorded", ledgerWaitMinutes)
 		case errors.Is(err, ports.ErrLockExposed):
 			return fail(InvalidOutput, "%s; so this call was not recorded", ledgerExposed)
 		}
@@ -318,10 +324,15 @@ func classify(s step, subject string, err error) *Error {
 	return fail(InternalError, "unexpected failure")
 }
 
-// whoHeldTheLedger says, truthfully, why a wait for the ledger's lock ran
-// out: the wait cannot tell one holder that kept it from many that took
-// turns, nor this process's calls from others'.
-const whoHeldTheLedger = "other calls (of this process or others, or another account that can open the file) held it or were ahead in line all that time"
+// stuckHolder says why a wait for the ledger's lock gave up: a period with
+// no record means that whoever holds the lock keeps it without recording,
+// since every call records itself before it lets go; the wait cannot tell
+// which process that is.
+const stuckHolder = "whoever holds its lock keeps it without recording anything (a stopped or hung process, of this program or of an account that can open the file: fuser or lsof on the ledger names it)"
+
+// retryAfterTheBurst is what to do when a wait's line moved all along but
+// too slowly for its turn to come.
+const retryAfterTheBurst = "retry when the burst is over, or spread the calls out"
 
 // ledgerExposed is the fault of a ledger whose mode cannot be made 0600.
 const ledgerExposed = "the ledger is open to group or others, so another account could hold its lock, and this user may not change its mode: have the file's owner run chmod 600 on it"

@@ -13,10 +13,15 @@ import (
 // The call ledger (protocol §11): one record per call, each line chained to
 // the one before by its SHA256, appended before the call's answer is sent.
 
-// ledgerWaitSeconds is how long a call waits for its turn at the ledger's
-// lock (held by other calls of this process or of others, or queued for
-// by them) before it fails unrecorded.
+// ledgerWaitSeconds is the period of a call's wait for its turn at the
+// ledger's lock (protocol §11): the wait lasts while the ledger changes,
+// since every call that lets go of the lock has recorded itself, and gives
+// up, unrecorded, after a period with no change (the holder is stuck) or
+// after ports.MaxLockWaitPeriods periods (ledgerWaitMinutes) in all.
 const ledgerWaitSeconds = 10
+
+// ledgerWaitMinutes is the longest a wait lasts, however busy the ledger.
+const ledgerWaitMinutes = ledgerWaitSeconds * ports.MaxLockWaitPeriods / 60
 
 // CheckLedger is the pre-check every call makes before any work: the
 // ledger's path still resolves where it did when the service opened

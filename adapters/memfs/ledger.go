@@ -28,21 +28,41 @@ func (w *Workspace) LastLine(_ context.Context, rel string) ([]byte, error) {
 }
 
 // Lock implements ports.LedgerStore. Every holder is of this process, so
-// a wait runs until the holder lets go or wait runs out (ErrBusy); ctx
-// never cuts it short, as the port says of a turn held in the process.
+// ctx never cuts a wait short, as the port says of a turn held in the
+// process. The wait looks at the ledger's count of appends at the end of
+// each period, as the port says.
 func (w *Workspace) Lock(_ context.Context, rel string, wait time.Duration) (ports.HeldLedger, error) {
 	if err := w.openLedger(rel); err != nil {
 		return nil, err
 	}
 	turn := w.ledgerTurn(rel)
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case turn <- struct{}{}:
-	case <-timer.C:
-		return nil, ports.ErrBusy
+	after := w.after
+	if after == nil {
+		after = time.After
 	}
-	return &heldLedger{w: w, rel: rel, turn: turn}, nil
+	seen := w.appendsTo(rel)
+	for periods := 1; ; periods++ {
+		select {
+		case turn <- struct{}{}:
+			return &heldLedger{w: w, rel: rel, turn: turn}, nil
+		case <-after(wait):
+		}
+		now := w.appendsTo(rel)
+		switch {
+		case now == seen:
+			return nil, ports.ErrBusy
+		case periods >= ports.MaxLockWaitPeriods:
+			return nil, ports.ErrWaitedTooLong
+		}
+		seen = now
+	}
+}
+
+// appendsTo is how many appends the ledger at rel has seen.
+func (w *Workspace) appendsTo(rel string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.appended[rel]
 }
 
 // openLedger checks the ledger before it is locked: something other than
@@ -130,6 +150,7 @@ func (h *heldLedger) Append(record func(last []byte) ([]byte, error)) error {
 	if err != nil {
 		return err
 	}
+	w.appended[h.rel]++
 	f, err := w.fs.OpenFile(w.abs(h.rel), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
