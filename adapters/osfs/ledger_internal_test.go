@@ -198,7 +198,7 @@ func TestAnAppendWaitsForTheLock(t *testing.T) {
 			return []byte("two\n"), nil
 		})
 	}()
-	time.Sleep(50 * time.Millisecond) // let the append start waiting
+	eventually(t, "the append waits in the kernel", func() bool { return kernelWaits(t, path) == 1 })
 	mu.Lock()
 	released = true
 	mu.Unlock()

@@ -162,7 +162,7 @@ func startRetrying(t *testing.T, build func() *exec.Cmd) *exec.Cmd {
 		if !errors.Is(err, syscall.ETXTBSY) {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the other fork closes the binary when it execs: no event tells this one when
 	}
 	t.Fatal("the runner's binary stayed busy")
 	return nil

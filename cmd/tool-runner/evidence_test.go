@@ -550,7 +550,7 @@ func runKilledAfter(t *testing.T, dir, stdin string, delay time.Duration, args .
 	}
 	start := time.Now()
 	if delay >= 0 {
-		time.Sleep(delay)
+		time.Sleep(delay)                       // the moment of the kill is what the sweep varies
 		_ = cmd.Process.Signal(syscall.SIGKILL) // fails only when it already exited
 	}
 	err = cmd.Wait()

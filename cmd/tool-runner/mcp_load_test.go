@@ -362,7 +362,7 @@ func waitUntilRead(t *testing.T, pid int, n int64) {
 		} else {
 			last, still = rchar, 0
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // /proc/PID/io tells no one when it moves: it is polled
 	}
 }
 

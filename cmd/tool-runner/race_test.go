@@ -45,7 +45,7 @@ func TestANestedOutputDirectoryNeverLandsInsideARun(t *testing.T) {
 		a := startRunner(t, ws, "--workspace", ws, "--output-dir", outA)
 		b := startRunner(t, ws, "--workspace", ws, "--output-dir", outB)
 		a.send(t, analyzeRequest("nightly", digest))
-		time.Sleep(time.Duration(1000+rng.IntN(5000)) * time.Microsecond)
+		time.Sleep(time.Duration(1000+rng.IntN(5000)) * time.Microsecond) // B's lag behind A is what the rounds vary
 		b.send(t, analyzeRequest("b1", digest))
 		oa, ob := a.finish(t), b.finish(t)
 		codeA, codeB := oa.code(), ob.code()

@@ -309,7 +309,7 @@ func TestFurtherSignalsAreIgnoredAndTheAnswerStillComes(t *testing.T) {
 			if p.cmd.Process.Signal([]syscall.Signal{syscall.SIGINT, syscall.SIGTERM}[i%2]) == nil {
 				sent++
 			}
-			time.Sleep(20 * time.Microsecond)
+			time.Sleep(20 * time.Microsecond) // the storm's pace: many signals, without starving the runner
 		}
 		if killedBySignal(p.cmd) {
 			t.Fatalf("killed by %v, after writing %q", p.cmd.ProcessState.Sys().(syscall.WaitStatus).Signal(), p.stdout.String())
@@ -443,7 +443,7 @@ func readPast(t *testing.T, pid int, n int64) {
 		if got := bytesRead(t, pid); got < 0 || got > n || processState(pid) == "Z" {
 			return
 		}
-		time.Sleep(100 * time.Microsecond)
+		time.Sleep(100 * time.Microsecond) // /proc/PID/io tells no one when it moves: it is polled
 	}
 	t.Fatalf("the runner read no more than its request within a minute")
 }
@@ -481,9 +481,42 @@ func inSyscall(t *testing.T, pid int, nr uintptr, fd int) {
 		if processState(pid) == "Z" {
 			t.Fatalf("the runner exited before system call %d on fd %d", nr, fd)
 		}
-		time.Sleep(200 * time.Microsecond)
+		time.Sleep(200 * time.Microsecond) // /proc/PID/task/*/syscall tells no one when it changes: it is polled
 	}
 	t.Fatalf("the runner never made system call %d on fd %d", nr, fd)
+}
+
+// waitsForFlock returns once process pid has a flock request on the file
+// at path that waits in the kernel, as /proc/locks shows it ("->"): the
+// runner has reached its wait for a lock the test holds.
+func waitsForFlock(t *testing.T, pid int, path string) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := ":" + strconv.FormatUint(fi.Sys().(*syscall.Stat_t).Ino, 10)
+	want := strconv.Itoa(pid)
+	guard := time.Now().Add(time.Minute) // a hang guard only
+	for time.Now().Before(guard) {
+		data, err := os.ReadFile("/proc/locks")
+		if err != nil {
+			t.Skipf("no /proc/locks to see the runner's wait in: %v", err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			// "1: -> FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
+			f := strings.Fields(line)
+			if len(f) > 6 && f[1] == "->" && f[2] == "FLOCK" && f[5] == want && strings.HasSuffix(f[6], ino) {
+				return
+			}
+		}
+		if processState(pid) == "Z" {
+			t.Fatal("the runner exited before it waited for the lock")
+		}
+		// /proc/locks tells no one when a wait begins: it is polled.
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("the runner never waited for the lock")
 }
 
 // processState is the state letter of /proc/PID/stat ("R", "S", "Z", …),
