@@ -583,7 +583,9 @@ func TestLedgerNamesEachTamperingAtItsLine(t *testing.T) {
 
 	for i, tc := range tamperCases() {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			is := is.New(t)
+			ws := fixture(t) // its own, whose whole tree the refusals check; the same sources, so the same digest
 			name := fmt.Sprintf("tampered-%02d.jsonl", i)
 			damaged := tc.damage(t, good)
 			writeFile(t, filepath.Join(ws, name), []byte(damaged))

@@ -319,7 +319,9 @@ func TestFurtherSignalsAreIgnoredAndTheAnswerStillComes(t *testing.T) {
 		is.Equal(o.code(), "CANCELLED")
 	}
 	t.Logf("%d rounds, %d signals sent in all", rounds, sent)
-	is.True(sent > 2*rounds) // each round got more than one
+	if testutil.Long() { // that a signal came after the first is a race to observe: the long suite's
+		is.True(sent > 2*rounds) // each round got more than one
+	}
 }
 
 // A signal that lands while the 1.7 MB analyze response is being written
