@@ -43,11 +43,14 @@ func TestAWaitLastsWhileTheLedgerKeepsChanging(t *testing.T) {
 				armed <- period
 				return period
 			}
-			turn := w.ledgerTurn("ledger.jsonl")
+			l, err := w.OpenLedger("ledger.jsonl")
+			is.NoErr(err)
+			defer l.Close()
+			turn := l.(*ledger).turn
 			turn <- struct{}{} // the test holds the lock
 			got := make(chan error, 1)
 			go func() {
-				held, err := w.Lock(context.Background(), "ledger.jsonl", time.Hour)
+				held, err := l.Lock(context.Background(), time.Hour)
 				if err == nil {
 					err = held.Release()
 				}

@@ -43,17 +43,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	} else {
 		serverMemory()
 	}
-	if len(args) > 0 {
-		switch args[0] {
-		case "mcp":
-			return mcp.Serve(ctx, args[1:], stdin, stdout, stderr, wire, moduleVersion())
-		case "ledger":
-			return stdio.Ledger(args[1:], stdout, wire)
-		case "report":
-			return report.Run(ctx, args[1:], stdout, stderr, wire)
-		case "version":
-			return stdio.Version(args[1:], stdout, stderr, eng, engine.Settings())
-		}
+	if len(args) == 0 {
+		return stdio.Bare(stderr)
+	}
+	switch args[0] {
+	case "mcp":
+		return mcp.Serve(ctx, args[1:], stdin, stdout, stderr, wire, moduleVersion())
+	case "ledger":
+		return stdio.Ledger(args[1:], stdout, wire)
+	case "report":
+		return report.Run(ctx, args[1:], stdout, stderr, wire, engine.Settings())
+	case "version":
+		return stdio.Version(args[1:], stdout, stderr, eng, engine.Settings())
 	}
 	return stdio.Run(ctx, args, stdin, stdout, wire)
 }
