@@ -42,6 +42,7 @@ func layers() map[string]layer {
 		"app":       {internal: []string{"domain", "ports", "app"}, external: []string{"github.com/go-json-experiment/json"}},
 		"pure":      {internal: []string{"domain", "app"}, external: []string{"github.com/go-json-experiment/json"}},
 		"adapters":  {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/spf13/afero", "golang.org/x/sys/unix", "github.com/matryer/is"}},
+		"confining": {internal: []string{"domain", "ports"}, external: []string{"github.com/landlock-lsm/go-landlock", "golang.org/x/sys/unix"}},
 		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-json-experiment/json"}},
 		"contracts": {},
 		"internal":  {internal: []string{"internal"}},
@@ -80,10 +81,20 @@ func purePackages() []string {
 	return []string{module + "/app/attest", module + "/app/jsonvalue", module + "/app/ledger", module + "/app/protocol"}
 }
 
+// landlockPackage confines the process with Landlock (protocol §16): a
+// driven adapter of its own row, the one package that may import
+// go-landlock, and only the domain's source names and the ports besides.
+// No adapter, app or transport imports it (their rows forbid it); the
+// composition roots do.
+const landlockPackage = module + "/adapters/landlock"
+
 // layerOf names the row of the table a package's folder belongs to.
 func layerOf(top, pkg string) string {
 	if slices.Contains(purePackages(), pkg) {
 		return "pure"
+	}
+	if pkg == landlockPackage {
+		return "confining"
 	}
 	if pkg == wirePackage {
 		return "wiring"
@@ -241,6 +252,13 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"tools", module + "/tools/x", "fmt"},
 		{"cmd", module + "/cmd/tool-runner", testutilPackage},
 		{"app", module + "/app", testutilPackage},
+		{"adapters", module + "/adapters/osfs", "github.com/landlock-lsm/go-landlock/landlock"},
+		{"adapters", module + "/adapters/stdio", landlockPackage},
+		{"adapters", module + "/adapters/osfs", landlockPackage},
+		{"app", module + "/app", landlockPackage},
+		{"adapters", landlockPackage, module + "/adapters/osfs"},
+		{"adapters", landlockPackage, module + "/app"},
+		{"adapters", landlockPackage, "github.com/spf13/afero"},
 	}
 	for _, tt := range tests {
 		if check(tt.top, tt.pkg, tt.imp) == nil {
@@ -276,6 +294,11 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"internal", wirePackage, module + "/adapters/osfs"},
 		{"internal", wirePackage, module + "/app"},
 		{"adapters", module + "/adapters/report", "html/template"},
+		{"adapters", landlockPackage, "github.com/landlock-lsm/go-landlock/landlock/syscall"},
+		{"adapters", landlockPackage, module + "/ports"},
+		{"adapters", landlockPackage, module + "/domain"},
+		{"internal", wirePackage, landlockPackage},
+		{"cmd", module + "/cmd/tool-runner", landlockPackage},
 	} {
 		if err := check(ok.top, ok.pkg, ok.imp); err != nil {
 			t.Errorf("wrongly refused: %v", err)

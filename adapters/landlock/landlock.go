@@ -1,0 +1,226 @@
+// Package landlock confines the running process with Linux's Landlock
+// (protocol §16), so that a fault in the program's own path checks cannot
+// reach a file or a port the command does not need: once a command's
+// options are checked, and before it reads a request, the kernel refuses
+// every other file access, every TCP bind and connect but the ports the
+// command names (Landlock ABI 4), and signals and abstract UNIX sockets
+// reaching outside the process (ABI 6). no_new_privs is set.
+//
+// # What a command is allowed
+//
+// [Need] says, from a command's checked options, which of its paths it
+// reads and which it writes; [New] resolves them through the workspace's
+// own resolver, as the calls will, and [Confinement.Apply] tells the
+// kernel:
+//
+//   - the directories holding the four sources (data/, contracts/):
+//     read;
+//   - the output directory: read, create, write and remove below it (read
+//     only for the report command);
+//   - the ledger file: read and append (read only for the ledger and
+//     report commands); a missing ledger is created first, since a right
+//     to create it would be a right over its whole directory;
+//   - every directory on the way to those paths, and to the cancel file,
+//     which is only looked for: listed, since os.Root opens them;
+//   - the running executable: read (the engine hashes its own bytes).
+//
+// Nothing else: no other file of the workspace, nothing outside it, no
+// executing, no symlinks, devices, FIFOs or sockets made.
+//
+// An output directory that does not exist yet cannot carry a rule, and a
+// right on its nearest existing ancestor reaches that ancestor's whole
+// tree. So the ancestor holds the grant only until analyze has created the
+// output directory: [Confinement.Evidence] then adds a second, narrower
+// layer (layers intersect) in which the output directory replaces it.
+//
+// Every path is opened below the workspace without following a symlink
+// (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) once the resolver has
+// resolved it, so a symlink swapped in meanwhile cannot move a rule
+// outside the workspace; the rule is added through that descriptor.
+//
+// Where the kernel lacks Landlock, or a feature of it, the command runs as
+// before (best effort); [Kernel] reports what is enforced. The program's
+// own path checks still run first: Landlock does not look at hard links,
+// so a hard link inside the workspace to a file outside it is theirs to
+// refuse.
+package landlock
+
+import (
+	"net"
+	"sync"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/metricproof/metricproof/ports"
+)
+
+// Use is what a command does with one of the operator's paths.
+type Use int
+
+const (
+	// None: the command does not touch it.
+	None Use = iota
+	// Read: the command reads it.
+	Read
+	// Write: the command reads, creates and writes it (and, for the
+	// output directory, removes below it).
+	Write
+)
+
+// Need is what a command needs once confined, from its checked options:
+// paths as the operator gave them (the workspace resolves them), and the
+// TCP ports it binds and connects to.
+type Need struct {
+	// Workspace is the workspace directory as the operator named it; empty
+	// for a command without one (version).
+	Workspace string
+	// Sources: the command reads the four sources.
+	Sources bool
+	// OutputDir and Output: the output directory and its use.
+	OutputDir string
+	Output    Use
+	// Ledger and LedgerUse: the call ledger and its use.
+	Ledger    string
+	LedgerUse Use
+	// CancelFile is the cancel marker, looked for only.
+	CancelFile string
+	// Bind lists the TCP ports the command may bind (an HTTP server's
+	// own). Connect lists those it may connect to (a store's endpoint, an
+	// identity provider's); naming any also allows looking names up
+	// (reading the resolver's files, DNS on port 53) and loads the
+	// system's TLS roots before confining.
+	Bind    []uint16
+	Connect []uint16
+	// Off leaves the process unconfined: the operator's choice for
+	// debugging (METRICPROOF_LANDLOCK=off), shown by tool-runner version.
+	Off bool
+}
+
+// Kernel reports what a confinement enforces on the running kernel: file
+// access from ABI 1; TCP bind and connect from ABI 4, when Go opens plain
+// TCP sockets (a multipath TCP socket escapes the rules); signals and
+// abstract UNIX sockets from ABI 6, without the kernel's signal scoping
+// erratum. off is the operator's switch: nothing is enforced then,
+// whatever the kernel offers.
+func Kernel(off bool) ports.Confinement {
+	abi, err := ll.LandlockGetABIVersion()
+	if err != nil || abi < 0 {
+		abi = 0
+	}
+	s := ports.Confinement{LandlockABI: abi}
+	if off {
+		return s
+	}
+	s.Filesystem = abi >= 1
+	s.Network = abi >= 4 && plainTCP()
+	if abi >= 6 {
+		errata, err := ll.LandlockGetErrata()
+		// go-landlock leaves signal scoping off on a kernel whose
+		// erratum 2 (a signal scoping bug) is not fixed.
+		s.Scoped = err == nil && errata&0x2 != 0
+	}
+	return s
+}
+
+// plainTCP reports whether Go's listeners and dialers default to plain
+// TCP in this process: Landlock's TCP rules do not cover a multipath TCP
+// socket, which Go's listeners use by default since Go 1.24 unless
+// GODEBUG multipathtcp=0 (which cmd/tool-runner sets by a //go:debug
+// directive; GODEBUG in the environment can set it back).
+func plainTCP() bool {
+	var lc net.ListenConfig
+	var d net.Dialer
+	return !lc.MultipathTCP() && !d.MultipathTCP()
+}
+
+// Confinement is one process's confinement, made by [New] from a
+// command's need, applied by [Confinement.Apply] once, and narrowed by
+// the store [Confinement.Evidence] returns once its output directory
+// exists.
+type Confinement struct {
+	need  Need
+	paths ports.PathResolver
+
+	mu     sync.Mutex
+	status ports.Confinement
+	// applied: Apply has run; pending: the output directory's grant is
+	// still on its nearest existing ancestor.
+	applied, pending bool
+}
+
+// New returns the confinement of a command that needs need, whose paths
+// paths resolves (nil for a command without a workspace). Nothing is
+// enforced before Apply.
+func New(need Need, paths ports.PathResolver) *Confinement {
+	return &Confinement{need: need, paths: paths}
+}
+
+// Apply confines the process, for good, and reports what the kernel
+// enforces. Call it once the command's options are checked and before it
+// reads a request; later calls do nothing. An error means the kernel
+// refused a rule it should have taken: the command must not go on.
+func (c *Confinement) Apply() (ports.Confinement, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.applied {
+		return c.status, nil
+	}
+	c.applied = true
+	c.status = Kernel(c.need.Off)
+	if c.need.Off {
+		return c.status, nil
+	}
+	p := derive(c.need, c.paths)
+	if err := restrict(c.need, p, c.status.LandlockABI); err != nil {
+		return ports.Confinement{LandlockABI: c.status.LandlockABI}, err
+	}
+	c.pending = p.pending
+	return c.status, nil
+}
+
+// narrow adds the narrower layer once the output directory exists: its own
+// grant replaces its ancestor's.
+func (c *Confinement) narrow() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.pending {
+		return nil
+	}
+	p := derive(c.need, c.paths)
+	if p.pending {
+		return nil // not created yet (a fault before it was)
+	}
+	if err := restrict(c.need, p, c.status.LandlockABI); err != nil {
+		return err
+	}
+	c.pending = false
+	return nil
+}
+
+// Evidence returns store, narrowed: once its OpenWriter has created the
+// output directory, the confinement moves that directory's grant from its
+// ancestor onto it.
+func (c *Confinement) Evidence(store ports.EvidenceStore) ports.EvidenceStore {
+	return narrowing{EvidenceStore: store, c: c}
+}
+
+// narrowing is an EvidenceStore whose OpenWriter narrows the confinement.
+type narrowing struct {
+	ports.EvidenceStore
+	c *Confinement
+}
+
+var _ ports.EvidenceStore = narrowing{}
+
+// OpenWriter implements ports.EvidenceStore: the store's, then the
+// narrower layer, before anything is written below the output directory.
+func (n narrowing) OpenWriter(dir string) (ports.EvidenceWriter, error) {
+	w, err := n.EvidenceStore.OpenWriter(dir)
+	if nerr := n.c.narrow(); nerr != nil {
+		if w != nil {
+			_ = w.Close()
+		}
+		return nil, nerr
+	}
+	return w, err
+}
