@@ -80,6 +80,7 @@ const (
 	readingSigningKey
 	readingTrustedKey
 	resolvingLedger
+	confining
 	checkingLedger
 	lockingLedger    // analyze's hold on the ledger's lock before its commit
 	recheckingLedger // analyze's check of the last record under that lock
@@ -206,6 +207,8 @@ func classify(s step, subject string, err error) *Error {
 			return fail(InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
 		}
 		return fail(IOOrNumericError, "the ledger could not be resolved%s", because(err))
+	case confining:
+		return fail(IOOrNumericError, "the program could not confine itself to the files and ports this command needs, so it did nothing%s: retry, and if it persists, check that nothing moves the workspace's folders while it starts", because(err))
 	case checkingLedger:
 		switch {
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -23,6 +23,10 @@ type Ports struct {
 	Cancel ports.Canceller
 	Clock  ports.Clock
 	Engine ports.Engine
+	// Confine, when set, confines the process once Open has checked every
+	// option and before any request is read (protocol §16): the
+	// composition root's hook, run once. An error stops the command.
+	Confine func() error
 }
 
 // Wire opens the adapters for the operator's options: the composition
@@ -65,7 +69,8 @@ type Service struct {
 // Open wires the ports for the options and checks what every call needs
 // before standard input is read: the workspace (MISSING_WORKSPACE), the
 // keys (INVALID_OPTIONS), and the ledger's place (PATH_BOUNDARY,
-// INVALID_OUTPUT). Its faults are never recorded in the ledger.
+// INVALID_OUTPUT); then it runs the Confine hook. Its faults are never
+// recorded in the ledger.
 func Open(o Options, wire Wire) (s *Service, e *Error) {
 	defer func() {
 		if recover() != nil {
@@ -88,6 +93,12 @@ func Open(o Options, wire Wire) (s *Service, e *Error) {
 			return nil, e
 		}
 		s.ledger = rel
+	}
+	if p.Confine != nil {
+		if err := p.Confine(); err != nil {
+			s.Close()
+			return nil, classify(confining, "", err)
+		}
 	}
 	return s, nil
 }

@@ -6,7 +6,13 @@
 // README.md and docs/protocol.md.
 //
 // This is the composition root: it wires the real-disk adapters into the
-// app and hands the command line to the transport it names, nothing more.
+// app, confined by the kernel once the options are checked (protocol §16),
+// and hands the command line to the transport it names, nothing more.
+//
+// Go listens and dials with plain TCP here: Landlock's TCP rules do not
+// cover a multipath TCP socket, which Go's listeners open by default.
+//
+//go:debug multipathtcp=0
 package main
 
 import (
@@ -18,6 +24,7 @@ import (
 	"syscall"
 
 	"github.com/metricproof/metricproof/adapters/engine"
+	"github.com/metricproof/metricproof/adapters/landlock"
 	"github.com/metricproof/metricproof/adapters/mcp"
 	"github.com/metricproof/metricproof/adapters/report"
 	"github.com/metricproof/metricproof/adapters/stdio"
@@ -37,25 +44,35 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx := cancelledBySignals()
 	eng := engine.New()
-	wire := wire.Real(eng)
+	off := os.Getenv(wire.OffVariable) == "off"
+	wired := wire.Confined(eng, off)
 	if len(args) == 0 || args[0] != "mcp" {
 		oneShotMemory()
 	} else {
 		serverMemory()
 	}
+	if code, ok := probe(args, stdin, stdout, wired); ok {
+		return code
+	}
 	if len(args) > 0 {
 		switch args[0] {
 		case "mcp":
-			return mcp.Serve(ctx, args[1:], stdin, stdout, stderr, wire, moduleVersion())
+			return mcp.Serve(ctx, args[1:], stdin, stdout, stderr, wired, moduleVersion())
 		case "ledger":
-			return stdio.Ledger(args[1:], stdout, wire)
+			return stdio.Ledger(args[1:], stdout, wired)
 		case "report":
-			return report.Run(ctx, args[1:], stdout, stderr, wire)
+			return report.Run(ctx, args[1:], stdout, stderr, wired)
 		case "version":
-			return stdio.Version(args[1:], stdout, stderr, eng, engine.Settings())
+			return version(args[1:], stdout, stderr, eng, off)
 		}
 	}
-	return stdio.Run(ctx, args, stdin, stdout, wire)
+	return stdio.Run(ctx, args, stdin, stdout, wired)
+}
+
+// version runs "tool-runner version", confined as every command is once
+// its arguments are checked: it reads nothing but its own executable.
+func version(args []string, stdout, stderr io.Writer, eng *engine.Self, off bool) int {
+	return stdio.Version(args, stdout, stderr, eng, engine.Settings(), landlock.New(landlock.Need{Off: off}, nil).Apply)
 }
 
 // cancelledBySignals returns a context that the first SIGINT or SIGTERM
