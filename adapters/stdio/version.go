@@ -17,19 +17,37 @@ import (
 type VersionLine struct {
 	EngineSHA256 string `json:"engine_sha256"`
 	app.Build
-	Settings map[string]string `json:"settings"`
+	Settings    map[string]string `json:"settings"`
+	Confinement confinement       `json:"confinement"`
+}
+
+// confinement is ports.Confinement under the names of protocol §16: all
+// three booleans are false when the kernel has no Landlock or the operator
+// turned confinement off (METRICPROOF_LANDLOCK=off).
+type confinement struct {
+	LandlockABI int  `json:"landlock_abi"`
+	Filesystem  bool `json:"filesystem"`
+	Network     bool `json:"network"`
+	Scoped      bool `json:"scoped"`
 }
 
 // Version runs "tool-runner version"; args are the arguments after it, of
-// which there may be none, and settings are the binary's build settings.
-// Exit 0 with one compact JSON line on stdout. An argument is
-// INVALID_OPTIONS, and an engine that cannot be hashed or a line that
-// cannot be written IO_OR_NUMERIC_ERROR: one line on stderr naming the
-// code, exit 2, as mcp's option faults.
-func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings map[string]string) int {
+// which there may be none, settings are the binary's build settings, and
+// confine confines the process once the arguments are checked and says
+// what it enforces. Exit 0 with one compact JSON line on stdout. An
+// argument is INVALID_OPTIONS, and a confinement the kernel refused, an
+// engine that cannot be hashed or a line that cannot be written
+// IO_OR_NUMERIC_ERROR: one line on stderr naming the code, exit 2, as
+// mcp's option faults.
+func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings map[string]string, confine func() (ports.Confinement, error)) int {
 	if len(args) > 0 {
 		// The position on the whole command line, never the text.
 		fmt.Fprintf(stderr, "%s: argument 2 is not allowed: tool-runner version takes no arguments\n", app.InvalidOptions)
+		return 2
+	}
+	c, err := confine()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: the program could not confine itself to its own executable, so nothing was printed: retry\n", app.IOOrNumericError)
 		return 2
 	}
 	id, err := eng.Identity()
@@ -40,7 +58,7 @@ func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings
 	if settings == nil {
 		settings = map[string]string{}
 	}
-	line, err := json.Marshal(VersionLine{EngineSHA256: id.SHA256, Build: app.BuildOf(id), Settings: settings})
+	line, err := json.Marshal(VersionLine{EngineSHA256: id.SHA256, Build: app.BuildOf(id), Settings: settings, Confinement: confinement(c)})
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: the version line could not be encoded\n", app.InternalError)
 		return 2
