@@ -188,6 +188,21 @@ func TestTheKernelRefusesWhatTheRulesDoNotAllow(t *testing.T) {
 		})
 	}
 
+	t.Run("Go's multipath TCP default would escape the TCP rules", func(t *testing.T) {
+		if !r.Confinement.Network {
+			t.Skipf("this kernel (Landlock ABI %d) does not confine TCP", k.LandlockABI)
+		}
+		is := is.New(t)
+		// GODEBUG=multipathtcp=2 is Go's own default, which the build's
+		// directive overrides: the listen refused above gets through.
+		mptcp := runProbe(t, probe, "GODEBUG=multipathtcp=2")
+		t.Logf("with GODEBUG=multipathtcp=2: listen_go_default %s, network %v", mptcp.Attempts["listen_go_default"], mptcp.Confinement.Network)
+		is.True(!mptcp.Confinement.Network) // reported
+		if mptcp.Attempts["listen_multipath"] == "ok" {
+			is.Equal(mptcp.Attempts["listen_go_default"], "ok") // this kernel lets multipath TCP through: so would Go's default
+		}
+	})
+
 	t.Run("METRICPROOF_LANDLOCK=off leaves the probe unconfined", func(t *testing.T) {
 		is := is.New(t)
 		off := runProbe(t, probe, "METRICPROOF_LANDLOCK=off")
