@@ -13,19 +13,22 @@
 // own resolver, as the calls will, and [Confinement.Apply] tells the
 // kernel:
 //
-//   - the directories holding the four sources (data/, contracts/):
+//   - the workspace and every directory below it: listed (names only), since
+//     os.Root opens each directory on the way to a path, and the resolver
+//     walks every operator path one directory at a time;
+//   - the directories holding the four sources (data/, contracts/): files
 //     read;
 //   - the output directory: read, create, write and remove below it (read
 //     only for the report command);
 //   - the ledger file: read and append (read only for the ledger and
 //     report commands); a missing ledger is created first, since a right
 //     to create it would be a right over its whole directory;
-//   - every directory on the way to those paths, and to the cancel file,
-//     which is only looked for: listed, since os.Root opens them;
 //   - the running executable: read (the engine hashes its own bytes).
 //
 // Nothing else: no other file of the workspace, nothing outside it, no
-// executing, no symlinks, devices, FIFOs or sockets made.
+// executing, no symlinks, devices, FIFOs or sockets made. The cancel file
+// is only looked for (lstat, which Landlock does not restrict), and the
+// keys are read before confining and never again.
 //
 // An output directory that does not exist yet cannot carry a rule, and a
 // right on its nearest existing ancestor reaches that ancestor's whole
@@ -82,8 +85,6 @@ type Need struct {
 	// Ledger and LedgerUse: the call ledger and its use.
 	Ledger    string
 	LedgerUse Use
-	// CancelFile is the cancel marker, looked for only.
-	CancelFile string
 	// Bind lists the TCP ports the command may bind (an HTTP server's
 	// own). Connect lists those it may connect to (a store's endpoint, an
 	// identity provider's); naming any also allows looking names up

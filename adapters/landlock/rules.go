@@ -76,6 +76,9 @@ type deriving struct {
 	grants  map[string]golandlock.AccessFSSet
 	pending bool
 	create  string
+	// sourceDirs are the directories holding the sources, which an
+	// existing output directory's grant may never reach.
+	sourceDirs []string
 }
 
 func (d *deriving) derive(need Need) {
@@ -109,6 +112,7 @@ func (d *deriving) source(name string) {
 	}
 	if parent, err := d.paths.Resolve(dir); err == nil && parent.Dir {
 		d.add(dir, readFile)
+		d.sourceDirs = append(d.sourceDirs, dir)
 	}
 }
 
@@ -128,9 +132,11 @@ func (d *deriving) output(dir string, use Use) (string, bool) {
 	}
 	switch {
 	case loc.Exists && loc.Dir:
-		if use == Write {
+		if use == Write && !d.overSources(loc.Rel) {
 			d.add(loc.Rel, write)
 		} else {
+			// Sources are never writable: analyze refuses such an output
+			// directory (the write boundary), the other tools read it.
 			d.add(loc.Rel, read)
 		}
 		return loc.Rel, true
@@ -168,6 +174,17 @@ func (d *deriving) ledger(file string, use Use, out string, outOK bool) {
 			d.add(loc.Rel, writeFile)
 		}
 	}
+}
+
+// overSources reports whether dir is, holds or lies inside a directory
+// holding a source.
+func (d *deriving) overSources(dir string) bool {
+	for _, s := range d.sourceDirs {
+		if within(dir, s) || within(s, dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // existingAncestor is the nearest ancestor of rel that exists ("." at

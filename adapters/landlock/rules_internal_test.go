@@ -18,8 +18,8 @@ import (
 // the production resolver. The kernel's side is in cmd/tool-runner's
 // landlock tests; this is the plan it is told.
 func TestTheRulesFollowTheOptions(t *testing.T) {
-	oneShot := func(out, ledger, cancel string) Need {
-		return Need{Sources: true, OutputDir: out, Output: Write, Ledger: ledger, LedgerUse: Write, CancelFile: cancel}
+	oneShot := func(out, ledger string) Need {
+		return Need{Sources: true, OutputDir: out, Output: Write, Ledger: ledger, LedgerUse: Write}
 	}
 	sources := []grant{{".", list}, {"contracts", readFile}, {"data", readFile}}
 	with := func(gs ...grant) []grant { return sorted(append(append([]grant{}, sources...), gs...)) }
@@ -34,52 +34,58 @@ func TestTheRulesFollowTheOptions(t *testing.T) {
 		{
 			name:   "an existing output directory and ledger",
 			lay:    all(dirs("runs"), files("calls.jsonl")),
-			need:   oneShot("runs", "calls.jsonl", ""),
+			need:   oneShot("runs", "calls.jsonl"),
 			grants: with(grant{"calls.jsonl", writeFile}, grant{"runs", write}),
 		},
 		{
 			name:   "a new ledger is created first, and granted alone",
 			lay:    dirs("runs"),
-			need:   oneShot("runs", "calls.jsonl", ""),
+			need:   oneShot("runs", "calls.jsonl"),
 			grants: with(grant{"calls.jsonl", writeFile}, grant{"runs", write}),
 			create: "calls.jsonl",
 		},
 		{
 			name:   "a ledger in the output directory needs no grant of its own",
 			lay:    dirs("runs"),
-			need:   oneShot("runs", "runs/calls.jsonl", ""),
+			need:   oneShot("runs", "runs/calls.jsonl"),
 			grants: with(grant{"runs", write}),
 		},
 		{
 			name:    "a missing output directory: its nearest existing ancestor, until it exists",
 			lay:     dirs("runs"),
-			need:    oneShot("runs/new/deep", "", ""),
+			need:    oneShot("runs/new/deep", ""),
 			grants:  with(grant{"runs", write}),
 			pending: true,
 		},
 		{
 			name:    "a missing output directory in the workspace itself: the workspace, until it exists",
-			need:    oneShot("runs", "", ""),
+			need:    oneShot("runs", ""),
 			grants:  []grant{{".", write}, {"contracts", readFile}, {"data", readFile}},
 			pending: true,
 		},
 		{
 			name:   "a nested output directory: itself alone",
 			lay:    dirs("out/a/b"),
-			need:   oneShot("out/a/b", "", ""),
+			need:   oneShot("out/a/b", ""),
 			grants: with(grant{"out/a/b", write}),
 		},
 		{
 			name:   "an output directory through a symlink: the directory it leads to",
 			lay:    all(dirs("store/runs"), link("out", "store/runs")),
-			need:   oneShot("out", "", ""),
+			need:   oneShot("out", ""),
 			grants: with(grant{"store/runs", write}),
 		},
 		{
 			name:   "an output directory outside the workspace gets nothing: the call refuses it",
 			lay:    link("out", "/"),
-			need:   oneShot("out", "", ""),
+			need:   oneShot("out", ""),
 			grants: with(),
+		},
+		{
+			name:   "an output directory over the sources is never writable: analyze refuses it, the others read it",
+			lay:    dirs("data/runs"),
+			need:   oneShot("data/runs", ""),
+			grants: []grant{{".", list}, {"contracts", readFile}, {"data", readFile}, {"data/runs", read}},
 		},
 		{
 			name:   "the report command reads the output directory and the ledger",
@@ -109,12 +115,6 @@ func TestTheRulesFollowTheOptions(t *testing.T) {
 			lay:    all(moved("data/groups.csv", "groups.csv"), link("data/groups.csv", "../groups.csv")),
 			need:   Need{Sources: true},
 			grants: with(grant{"groups.csv", readFile}),
-		},
-		{
-			name:   "a cancel file needs nothing: it is only looked for",
-			lay:    dirs("ctl"),
-			need:   Need{CancelFile: "ctl/stop"},
-			grants: []grant{{".", list}},
 		},
 	}
 	for _, tt := range tests {

@@ -24,7 +24,7 @@ func Confined(eng *engine.Self, off bool) app.Wire {
 		if err != nil {
 			return p, closer, err
 		}
-		c := landlock.New(Need(o, off), p.Paths)
+		c := landlock.New(need(o, off), p.Paths)
 		p.Evidence = c.Evidence(p.Evidence)
 		p.Confine = func() error {
 			_, err := c.Apply()
@@ -34,12 +34,13 @@ func Confined(eng *engine.Self, off bool) app.Wire {
 	}
 }
 
-// Need is what the command of o needs once confined: the tool calls read
+// need is what the command of o needs once confined: the tool calls read
 // the sources and write the output directory and the ledger; report reads
 // all three; the ledger command reads the ledger. No command binds or
 // connects yet.
-func Need(o app.Options, off bool) landlock.Need {
-	n := landlock.Need{Workspace: o.Workspace, OutputDir: o.OutputDir, Ledger: o.Ledger, CancelFile: o.CancelFile, Off: off}
+func need(o app.Options, off bool) landlock.Need {
+	// The cancel file needs nothing: it is only looked for.
+	n := landlock.Need{Workspace: o.Workspace, OutputDir: o.OutputDir, Ledger: o.Ledger, Off: off}
 	switch o.Command {
 	case app.OneShot, app.MCP:
 		n.Sources, n.Output, n.LedgerUse = true, landlock.Write, landlock.Write
