@@ -24,13 +24,13 @@ import (
 	"github.com/metricproof/metricproof/internal/testutil"
 )
 
-// probeCommand is the first argument of the test-only probe
+// probeWord is the first argument of the test-only probe
 // (probe_landlockprobe.go), which only a build tagged landlockprobe has;
 // probeMarker is a string of its code, the name of one of its attempts
 // (the compiler keeps a string that short as instructions, not data).
 const (
-	probeCommand = "landlock-probe"
-	probeMarker  = "listen_go_default"
+	probeWord   = "landlock-probe"
+	probeMarker = "listen_go_default"
 )
 
 // buildRunner builds tool-runner with README's command into a fresh
@@ -48,9 +48,9 @@ func buildRunner(t *testing.T, tags ...string) string {
 	return exe
 }
 
-// probeReport is the probe's line: what the kernel enforces, and each
+// probed is the probe's line: what the kernel enforces, and each
 // attempt's outcome, "ok" or the errno's name.
-type probeReport struct {
+type probed struct {
 	Confinement struct {
 		LandlockABI int
 		Filesystem  bool
@@ -65,7 +65,7 @@ type probeReport struct {
 // directory outside ws, a file of ws that is neither source nor output,
 // a TCP port and an abstract UNIX socket this test listens on, and this
 // test's process. env is added to the probe's environment.
-func runProbe(t *testing.T, probe string, env ...string) probeReport {
+func runProbe(t *testing.T, probe string, env ...string) probed {
 	t.Helper()
 	ws := fixture(t)
 	mustMkdir(t, filepath.Join(ws, "runs"))
@@ -91,7 +91,7 @@ func runProbe(t *testing.T, probe string, env ...string) probeReport {
 		"abstract_unix":  abstract,
 		"pid":            os.Getpid(),
 	})
-	cmd := exec.Command(probe, probeCommand, "--workspace", ws, "--output-dir", "runs", "--ledger", "calls.jsonl")
+	cmd := exec.Command(probe, probeWord, "--workspace", ws, "--output-dir", "runs", "--ledger", "calls.jsonl")
 	cmd.Dir = ws
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = bytes.NewReader(targets)
@@ -100,7 +100,7 @@ func runProbe(t *testing.T, probe string, env ...string) probeReport {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("the probe failed: %v\n%s%s", err, stdout.String(), stderr.String())
 	}
-	var r probeReport
+	var r probed
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		t.Fatalf("the probe's report is not JSON: %v: %q", err, stdout.String())
 	}
@@ -229,7 +229,7 @@ func TestTheShippedRunnerHasNoProbe(t *testing.T) {
 		is.Equal(bytes.Contains(data, []byte(probeMarker)), b.want) // the probe's code in the binary
 	}
 	ws := fixture(t)
-	o := callWith(t, shipped, ws, "", probeCommand, "--workspace", ws)
+	o := callWith(t, shipped, ws, "", probeWord, "--workspace", ws)
 	is.Equal(o.exit, 1)
 	is.Equal(o.code(), "INVALID_OPTIONS")
 }
