@@ -63,7 +63,7 @@ type plan struct {
 // missing source) gets no grant: the refusal comes from the call, and
 // anything the kernel sees there later is refused too.
 func derive(need Need, paths ports.PathResolver) plan {
-	d := deriving{paths: paths, grants: map[string]golandlock.AccessFSSet{}}
+	d := deriving{paths: paths, grants: map[string]golandlock.AccessFSSet{}, resolved: map[string]resolution{}}
 	if paths != nil {
 		d.derive(need)
 	}
@@ -77,8 +77,26 @@ type deriving struct {
 	pending bool
 	create  string
 	// sourceDirs are the directories holding the sources, which an
-	// existing output directory's grant may never reach.
+	// output directory's grant may never reach.
 	sourceDirs []string
+	// resolved memoizes the resolver: the sources share their directory.
+	resolved map[string]resolution
+}
+
+// resolution is one answer of the resolver.
+type resolution struct {
+	loc ports.Location
+	err error
+}
+
+// resolve is the resolver's answer for p, asked once per derivation.
+func (d *deriving) resolve(p string) (ports.Location, error) {
+	r, ok := d.resolved[p]
+	if !ok {
+		r.loc, r.err = d.paths.Resolve(p)
+		d.resolved[p] = r
+	}
+	return r.loc, r.err
 }
 
 func (d *deriving) derive(need Need) {
@@ -99,7 +117,7 @@ func (d *deriving) derive(need Need) {
 // rule on the old one would not reach. A source resolved directly in the
 // workspace is granted alone, so the workspace is not made readable.
 func (d *deriving) source(name string) {
-	loc, err := d.paths.Resolve(name)
+	loc, err := d.resolve(name)
 	if err != nil {
 		return
 	}
@@ -110,7 +128,7 @@ func (d *deriving) source(name string) {
 		}
 		return
 	}
-	if parent, err := d.paths.Resolve(dir); err == nil && parent.Dir {
+	if parent, err := d.resolve(dir); err == nil && parent.Dir {
 		d.add(dir, readFile)
 		d.sourceDirs = append(d.sourceDirs, dir)
 	}
@@ -126,7 +144,7 @@ func (d *deriving) output(dir string, use Use) (string, bool) {
 	if dir == "" || use == None {
 		return "", false
 	}
-	loc, err := d.paths.Resolve(dir)
+	loc, err := d.resolve(dir)
 	if err != nil || loc.Rel == "." {
 		return "", false
 	}
@@ -140,7 +158,9 @@ func (d *deriving) output(dir string, use Use) (string, bool) {
 			d.add(loc.Rel, read)
 		}
 		return loc.Rel, true
-	case !loc.Exists && use == Write:
+	case !loc.Exists && use == Write && !d.overSources(loc.Rel):
+		// (One inside a source's directory gets nothing: analyze refuses
+		// it, and there is nothing to read in it.)
 		d.add(d.existingAncestor(loc.Rel), write)
 		d.pending = true
 	}
@@ -156,7 +176,7 @@ func (d *deriving) ledger(file string, use Use, out string, outOK bool) {
 	if file == "" || use == None {
 		return
 	}
-	loc, err := d.paths.Resolve(file)
+	loc, err := d.resolve(file)
 	if err != nil || (loc.Exists && !loc.Regular) {
 		return
 	}
@@ -169,7 +189,7 @@ func (d *deriving) ledger(file string, use Use, out string, outOK bool) {
 	case loc.Exists:
 		d.add(loc.Rel, readFile)
 	case use == Write:
-		if parent, err := d.paths.Resolve(path.Dir(loc.Rel)); err == nil && parent.Dir {
+		if parent, err := d.resolve(path.Dir(loc.Rel)); err == nil && parent.Dir {
 			d.create = loc.Rel
 			d.add(loc.Rel, writeFile)
 		}
@@ -191,7 +211,7 @@ func (d *deriving) overSources(dir string) bool {
 // worst: the workspace exists).
 func (d *deriving) existingAncestor(rel string) string {
 	for _, a := range slices.Backward(ancestors(rel)) {
-		if loc, err := d.paths.Resolve(a); err == nil && loc.Exists && loc.Dir {
+		if loc, err := d.resolve(a); err == nil && loc.Exists && loc.Dir {
 			return a
 		}
 	}

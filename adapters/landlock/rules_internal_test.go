@@ -88,6 +88,11 @@ func TestTheRulesFollowTheOptions(t *testing.T) {
 			grants: []grant{{".", list}, {"contracts", readFile}, {"data", readFile}, {"data/runs", read}},
 		},
 		{
+			name:   "a missing output directory inside a source's directory gets nothing: analyze refuses it",
+			need:   oneShot("data/runs", ""),
+			grants: with(),
+		},
+		{
 			name:   "the report command reads the output directory and the ledger",
 			lay:    all(dirs("runs"), files("calls.jsonl")),
 			need:   Need{Sources: true, OutputDir: "runs", Output: Read, Ledger: "calls.jsonl", LedgerUse: Read},
