@@ -43,7 +43,9 @@ func layers() map[string]layer {
 		"pure":      {internal: []string{"domain", "app"}, external: []string{"github.com/go-json-experiment/json"}},
 		"adapters":  {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/spf13/afero", "golang.org/x/sys/unix", "github.com/matryer/is"}},
 		"confining": {internal: []string{"domain", "ports"}, external: []string{"github.com/landlock-lsm/go-landlock", "golang.org/x/sys/unix"}},
+		"store":     {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go", "golang.org/x/sys/unix"}},
 		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-json-experiment/json"}},
+		"remote":    {internal: []string{"ports", "adapters"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-jose/go-jose/v4", "golang.org/x/sync/semaphore"}},
 		"contracts": {},
 		"internal":  {internal: []string{"internal"}},
 		"wiring":    {anything: true},
@@ -57,6 +59,24 @@ func layers() map[string]layer {
 // driven adapters never do); the transports never import one another.
 func drivingAdapters() []string {
 	return []string{module + "/adapters/stdio", module + "/adapters/mcp", cliPackage, module + "/adapters/report"}
+}
+
+// remotePackages are the HTTP front of the remote MCP server and its token
+// verifier (with its test issuer): driving-side infrastructure that the MCP
+// transport or the composition root uses. They never import the app; the
+// front imports the verifier, and nothing else of the adapters.
+func remotePackages() []string {
+	return []string{module + "/adapters/remote", module + "/adapters/oauth"}
+}
+
+// inRemote reports whether pkg is one of remotePackages or below one.
+func inRemote(pkg string) bool {
+	for _, r := range remotePackages() {
+		if pkg == r || strings.HasPrefix(pkg, r+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // wirePackage composes the real-disk adapters into the app's ports, for
@@ -88,6 +108,11 @@ func purePackages() []string {
 // composition roots do.
 const landlockPackage = module + "/adapters/landlock"
 
+// storePackage keeps the evidence and the ledger in S3-compatible object
+// storage: a driven adapter like the others, and the one that may import
+// the S3 client (its s3test, which starts a real server for tests, too).
+const storePackage = module + "/adapters/s3store"
+
 // layerOf names the row of the table a package's folder belongs to.
 func layerOf(top, pkg string) string {
 	if slices.Contains(purePackages(), pkg) {
@@ -96,8 +121,14 @@ func layerOf(top, pkg string) string {
 	if pkg == landlockPackage {
 		return "confining"
 	}
+	if pkg == storePackage || strings.HasPrefix(pkg, storePackage+"/") {
+		return "store"
+	}
 	if pkg == wirePackage {
 		return "wiring"
+	}
+	if inRemote(pkg) {
+		return "remote"
 	}
 	for _, d := range drivingAdapters() {
 		if pkg == d || strings.HasPrefix(pkg, d+"/") {
@@ -137,8 +168,11 @@ func check(top, pkg, imp string) error {
 		if top == "pure" && target == "app" && !slices.Contains(purePackages(), imp) {
 			return fmt.Errorf("%s imports %s: a pure package imports only the domain and other pure packages", pkg, imp)
 		}
-		if (top == "adapters" || top == "driving") && target == "adapters" && !strings.HasPrefix(rest, "adapters/internal/") && !strings.HasSuffix(pkg, "/porttest") &&
-			!(top == "driving" && imp == cliPackage) {
+		if top == "remote" && target == "adapters" && !strings.HasPrefix(imp, module+"/adapters/oauth") && !strings.HasPrefix(rest, "adapters/internal/") {
+			return fmt.Errorf("%s imports %s: the remote front imports only the token verifier of the adapters", pkg, imp)
+		}
+		if (top == "adapters" || top == "driving" || top == "store") && target == "adapters" && !strings.HasPrefix(rest, "adapters/internal/") && !strings.HasSuffix(pkg, "/porttest") &&
+			!(top == "driving" && (imp == cliPackage || inRemote(imp))) {
 			return fmt.Errorf("%s imports %s: adapters never import each other", pkg, imp)
 		}
 		return nil
@@ -259,6 +293,21 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", landlockPackage, module + "/adapters/osfs"},
 		{"adapters", landlockPackage, module + "/app"},
 		{"adapters", landlockPackage, "github.com/spf13/afero"},
+		{"adapters", module + "/adapters/remote", module + "/app"},
+		{"adapters", module + "/adapters/oauth", module + "/app/protocol"},
+		{"adapters", module + "/adapters/remote", module + "/adapters/osfs"},
+		{"adapters", module + "/adapters/remote", module + "/adapters/mcp"},
+		{"adapters", module + "/adapters/remote", "github.com/spf13/afero"},
+		{"adapters", module + "/adapters/oauth", "github.com/go-json-experiment/json"},
+		{"adapters", module + "/adapters/osfs", module + "/adapters/remote"},
+		{"adapters", module + "/adapters/osfs", "github.com/go-jose/go-jose/v4"},
+		{"app", module + "/app", module + "/adapters/oauth"},
+		{"adapters", module + "/adapters/osfs", "github.com/aws/aws-sdk-go-v2/service/s3"},
+		{"adapters", module + "/adapters/mcp", "github.com/aws/aws-sdk-go-v2/service/s3"},
+		{"app", module + "/app", "github.com/aws/aws-sdk-go-v2/service/s3"},
+		{"adapters", storePackage, module + "/app"},
+		{"adapters", storePackage, module + "/adapters/osfs"},
+		{"adapters", storePackage + "/s3test", module + "/adapters/memfs"},
 	}
 	for _, tt := range tests {
 		if check(tt.top, tt.pkg, tt.imp) == nil {
@@ -299,6 +348,18 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", landlockPackage, module + "/domain"},
 		{"internal", wirePackage, landlockPackage},
 		{"cmd", module + "/cmd/tool-runner", landlockPackage},
+		{"adapters", module + "/adapters/remote", module + "/adapters/oauth"},
+		{"adapters", module + "/adapters/remote", "github.com/modelcontextprotocol/go-sdk/auth"},
+		{"adapters", module + "/adapters/oauth", "github.com/go-jose/go-jose/v4/jwt"},
+		{"adapters", module + "/adapters/oauth/oauthtest", "github.com/go-jose/go-jose/v4"},
+		{"adapters", module + "/adapters/oauth", module + "/ports"},
+		{"adapters", module + "/adapters/mcp", module + "/adapters/remote"},
+		{"adapters", module + "/adapters/mcp", module + "/adapters/oauth"},
+		{"adapters", storePackage, "github.com/aws/aws-sdk-go-v2/service/s3"},
+		{"adapters", storePackage, "github.com/aws/smithy-go/transport/http"},
+		{"adapters", storePackage, module + "/adapters/internal/bounded"},
+		{"adapters", storePackage + "/s3test", "github.com/aws/aws-sdk-go-v2/credentials"},
+		{"cmd", module + "/cmd/tool-runner", storePackage},
 	} {
 		if err := check(ok.top, ok.pkg, ok.imp); err != nil {
 			t.Errorf("wrongly refused: %v", err)

@@ -205,6 +205,8 @@ func classify(s step, subject string, err error) *Error {
 			return fail(InvalidOutput, "the ledger's path is not one its file system accepts%s", because(err))
 		case errors.Is(err, ports.ErrNotRegular):
 			return fail(InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
+		case errors.Is(err, ports.ErrMoved):
+			return fail(PathBoundary, "a directory on the ledger's path was replaced by a symlink while the ledger was being opened; nothing was run: restore it, or give --ledger the place you mean")
 		}
 		return fail(IOOrNumericError, "the ledger could not be resolved%s", because(err))
 	case confining:
@@ -219,6 +221,8 @@ func classify(s step, subject string, err error) *Error {
 			return fail(InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
 		case errors.Is(err, ports.ErrBusy):
 			return fail(IOOrNumericError, "this call waited %d s for a shared lock on the ledger, to read its last record, and did not get one: %s; nothing was run: retry", ledgerWaitSeconds, whoHeldTheLedger)
+		case errors.Is(err, ports.ErrLinked):
+			return fail(InvalidOutput, "%s; nothing was run", ledgerLinked)
 		}
 		return fail(IOOrNumericError, "the ledger could not be read%s; nothing was run", because(err))
 	case lockingLedger:
@@ -229,6 +233,8 @@ func classify(s step, subject string, err error) *Error {
 			return fail(IOOrNumericError, "this analyze waited %d s for the ledger's lock before its commit and did not get it: %s; nothing was committed, and the call was not recorded: retry", ledgerWaitSeconds, whoHeldTheLedger)
 		case errors.Is(err, ports.ErrLockExposed):
 			return fail(InvalidOutput, "%s; nothing was committed, and the call was not recorded", ledgerExposed)
+		case errors.Is(err, ports.ErrLinked):
+			return fail(InvalidOutput, "%s; nothing was committed, and the call was not recorded", ledgerLinked)
 		case errors.Is(err, ports.ErrNotRegular):
 			return fail(InvalidOutput, "the ledger is no longer a regular file; nothing was committed, and the call was not recorded: give --ledger a regular file")
 		}
@@ -241,6 +247,10 @@ func classify(s step, subject string, err error) *Error {
 			return fail(IOOrNumericError, "this call waited %d s for the ledger's lock, to record itself, and did not get it: %s; so this call was not recorded", ledgerWaitSeconds, whoHeldTheLedger)
 		case errors.Is(err, ports.ErrLockExposed):
 			return fail(InvalidOutput, "%s; so this call was not recorded", ledgerExposed)
+		case errors.Is(err, ports.ErrLinked):
+			return fail(InvalidOutput, "%s; so this call was not recorded", ledgerLinked)
+		case errors.Is(err, ports.ErrTornRemains):
+			return fail(IOOrNumericError, "recording the call in the ledger failed%s, and a torn part of the record stays at the end of the ledger, which could not be cut back: every call answers LEDGER_TAMPERED until it is repaired: inspect it with tool-runner ledger, and see README on repairing it", because(err))
 		}
 		return fail(IOOrNumericError, "recording the call in the ledger failed%s", because(err))
 	case readingInput:
@@ -282,6 +292,8 @@ func classify(s step, subject string, err error) *Error {
 			return fail(OutputBusy, "another analyze holds the writer lock of %s; retry when it is done", subject)
 		case errors.Is(err, ports.ErrLockExposed):
 			return fail(InvalidOutput, "the output directory's writer lock file (%s) is open to group or others, so another account could hold it, and this user may not change its mode; nothing was written: have the file's owner run chmod 600 on it", ports.LockFile)
+		case errors.Is(err, ports.ErrLinked):
+			return fail(InvalidOutput, "the output directory's writer lock file (%s) has more than one hard link, so another name of it may lie outside the workspace; nothing was written: remove the extra link (or, when no analyze is running, this lock file: the next analyze makes a new one)", ports.LockFile)
 		case errors.Is(err, ports.ErrExists):
 			return fail(OutputCollision, "%s already exists; existing evidence is never overwritten: use a new run ID", subject)
 		case errors.Is(err, ports.ErrNotDir), errors.Is(err, ports.ErrNameTooLong):
@@ -290,6 +302,8 @@ func classify(s step, subject string, err error) *Error {
 			return fail(PathBoundary, "the output directory or its lock file leads out of the output directory (a symlink put there after the path was checked?); nothing was written: remove it, or choose another output directory")
 		case errors.Is(err, ports.ErrInsideEvidence):
 			return fail(PathBoundary, "the output directory %s became a run or lies inside one while this call was reading the sources; nothing was written: choose an output directory outside every run", subject)
+		case errors.Is(err, ports.ErrMaybeCommitted):
+			return fail(IOOrNumericError, "the run %s was renamed into place, but making it durable failed%s and it could not be moved back out of sight: the run may be committed, and may not survive a crash of the machine: verify it with verify_result before you rely on it (a retry with the same run ID answers OUTPUT_COLLISION while it stands)", subject, because(err))
 		case errors.Is(err, ports.ErrNoReplaceUnsupported):
 			return fail(IOOrNumericError, "the filesystem of %s cannot rename without replacing, so no commit is safe; nothing was committed", subject)
 		}
@@ -328,6 +342,9 @@ const whoHeldTheLedger = "other calls (of this process or others, or another acc
 
 // ledgerExposed is the fault of a ledger whose mode cannot be made 0600.
 const ledgerExposed = "the ledger is open to group or others, so another account could hold its lock, and this user may not change its mode: have the file's owner run chmod 600 on it"
+
+// ledgerLinked is the fault of a ledger with more than one hard link.
+const ledgerLinked = "the ledger has more than one hard link, so another name of it may lie outside the workspace, and every record would be written there too: remove the extra link, or give --ledger a new path"
 
 // because names the cause of an I/O failure in words the operator can act
 // on, and what to do about it, when the adapter recognised it: " (no space

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"errors"
 	"time"
 
 	"github.com/metricproof/metricproof/app/ledger"
@@ -36,7 +37,7 @@ func (s *Service) CheckLedger(ctx context.Context) *Error {
 	if rel != s.ledger {
 		return classify(resolvingLedger, "", found("the ledger now resolves elsewhere than when this process started; nothing was run: restore its directory, or start again with --ledger naming the place you mean"))
 	}
-	last, err := s.p.Ledger.LastLine(ctx, s.ledger)
+	last, err := s.ledgerFile.LastLine(ctx)
 	if err != nil {
 		return classify(checkingLedger, "", err)
 	}
@@ -74,7 +75,7 @@ func (h *ledgerHold) release() {
 // process holds it) leaves the call unrecorded: recording it would mean
 // the same wait.
 func (s *Service) holdLedger(ctx context.Context, hold *ledgerHold) *Error {
-	held, err := s.p.Ledger.Lock(ctx, s.ledger, ledgerWaitSeconds*time.Second)
+	held, err := s.ledgerFile.Lock(ctx, ledgerWaitSeconds*time.Second)
 	if err != nil {
 		hold.unrecorded = true
 		return classify(lockingLedger, "", err)
@@ -143,13 +144,20 @@ func (s *Service) record(in Input, o outcome, a Answer, hold *ledgerHold) Answer
 	if hold.held == nil {
 		// The record is the call's outcome, already decided: it waits its
 		// whole time, whatever cancels the call meanwhile.
-		held, err := s.p.Ledger.Lock(context.Background(), s.ledger, ledgerWaitSeconds*time.Second)
+		held, err := s.ledgerFile.Lock(context.Background(), ledgerWaitSeconds*time.Second)
 		if err != nil {
 			return s.unrecorded(o, classify(appendingLedger, "", err))
 		}
 		hold.held = held
 	}
 	if err := hold.held.Append(line); err != nil {
+		if errors.Is(err, ports.ErrRecordRemains) {
+			// The record was written whole and could not be cut back off
+			// for good: it may remain, and the next call builds on it. The
+			// ledger never keeps a record of a response that was not sent
+			// (protocol §11), so the answer is the one the record holds.
+			return a
+		}
 		return s.unrecorded(o, classify(appendingLedger, "", err))
 	}
 	return a
@@ -221,7 +229,7 @@ func (s *Service) CheckChain() (LedgerReport, *Error) {
 func (s *Service) walkChain(ctx context.Context, visit func(line int64, r ledger.Record)) (LedgerReport, *Error) {
 	chain := records().Chain()
 	var n int64
-	err := s.p.Ledger.ScanLedger(ctx, s.ledger, func(line []byte) error {
+	err := s.ledgerFile.Scan(ctx, func(line []byte) error {
 		n++
 		r, err := chain.Add(line)
 		if err != nil {

@@ -29,6 +29,7 @@ import (
 // faultyLedger is a ledger store that fails where it is told to.
 type faultyLedger struct {
 	ports.LedgerStore
+	openErr   error  // OpenLedger fails with it
 	lastErr   error  // LastLine fails with it
 	lockErr   error  // Lock fails with it
 	appendErr error  // the held ledger's Append fails with it, before building the record
@@ -40,18 +41,36 @@ type faultyLedger struct {
 	held     bool // a lock is held
 }
 
-func (f *faultyLedger) LastLine(ctx context.Context, rel string) ([]byte, error) {
-	if f.lastErr != nil {
-		return nil, f.lastErr
+func (f *faultyLedger) OpenLedger(rel string) (ports.Ledger, error) {
+	if f.openErr != nil {
+		return nil, f.openErr
 	}
-	return f.LedgerStore.LastLine(ctx, rel)
+	l, err := f.LedgerStore.OpenLedger(rel)
+	if err != nil {
+		return nil, err
+	}
+	return &faultyOpen{Ledger: l, f: f}, nil
 }
 
-func (f *faultyLedger) Lock(ctx context.Context, rel string, wait time.Duration) (ports.HeldLedger, error) {
+// faultyOpen is the open ledger of a faultyLedger.
+type faultyOpen struct {
+	ports.Ledger
+	f *faultyLedger
+}
+
+func (o *faultyOpen) LastLine(ctx context.Context) ([]byte, error) {
+	if o.f.lastErr != nil {
+		return nil, o.f.lastErr
+	}
+	return o.Ledger.LastLine(ctx)
+}
+
+func (o *faultyOpen) Lock(ctx context.Context, wait time.Duration) (ports.HeldLedger, error) {
+	f := o.f
 	if f.lockErr != nil {
 		return nil, f.lockErr
 	}
-	h, err := f.LedgerStore.Lock(ctx, rel, wait)
+	h, err := o.Ledger.Lock(ctx, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -416,4 +435,22 @@ func (m *memWorkspace) pending(dir string) []string {
 		}
 	}
 	return names
+}
+
+// A directory on the ledger's path swapped for a symlink between the
+// resolution of the path and the opening of the directory (the store's
+// ErrMoved) is refused as PATH_BOUNDARY before standard input is read:
+// nothing is run, written or recorded, and the message says what to do.
+func TestALedgerDirectorySwappedWhileItIsOpenedIsRefused(t *testing.T) {
+	is := is.New(t)
+	m := newMem(t, testutil.Fixture(t))
+	digest := m.digest()
+	before := m.tree()
+	r := m.withLedger(&faultyLedger{openErr: ports.ErrMoved})(analyzeReq("r1", digest), "--workspace", wsRoot, "--output-dir", "runs", "--ledger", "ledger.jsonl")
+	is.Equal(r.code(), "PATH_BOUNDARY")
+	is.Equal(r.Exit, 1)
+	is.Equal(r.Body.RequestID, nil) // decided before the request is read
+	is.True(strings.Contains(r.Body.Error.Message, "replaced by a symlink"))
+	is.True(strings.Contains(r.Body.Error.Message, "nothing was run"))
+	is.Equal(m.tree(), before) // nothing written
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"io"
 	"sync/atomic"
 
@@ -49,6 +50,9 @@ type Service struct {
 	// ledger is the ledger's resolved workspace-relative path; empty
 	// without --ledger.
 	ledger string
+	// ledgerFile is the ledger, its directory opened once by Open: every
+	// access to it after that goes through this handle (protocol §11).
+	ledgerFile ports.Ledger
 	// signingKey signs every run analyze commits; trustedKey is the only
 	// key verify_result accepts. Either may be nil.
 	signingKey ed25519.PrivateKey
@@ -92,7 +96,12 @@ func Open(o Options, wire Wire) (s *Service, e *Error) {
 			s.Close()
 			return nil, e
 		}
-		s.ledger = rel
+		l, err := p.Ledger.OpenLedger(rel)
+		if err != nil {
+			s.Close()
+			return nil, classify(resolvingLedger, "", err)
+		}
+		s.ledger, s.ledgerFile = rel, l
 	}
 	if p.Confine != nil {
 		if err := p.Confine(); err != nil {
@@ -105,10 +114,14 @@ func Open(o Options, wire Wire) (s *Service, e *Error) {
 
 // Close releases what Open opened.
 func (s *Service) Close() error {
-	if s.closer == nil {
-		return nil
+	var err error
+	if s.ledgerFile != nil {
+		err = s.ledgerFile.Close()
 	}
-	return s.closer.Close()
+	if s.closer == nil {
+		return err
+	}
+	return errors.Join(err, s.closer.Close())
 }
 
 // readKeys reads the signing and trusted keys the options name.

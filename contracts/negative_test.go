@@ -95,11 +95,19 @@ func documents(t *testing.T) map[string][]byte {
 
 // edit is one change to a document: set the value at path (adding the key
 // when it is new, or the item when the index is one past the end), or
-// delete it when del is set.
+// delete it when del is set; then the edits of more, in order.
 type edit struct {
 	path  []any
 	value any
 	del   bool
+	more  []edit
+}
+
+// then returns e followed by next: two keys that must agree, changed
+// together.
+func (e edit) then(next edit) edit {
+	e.more = append(e.more, next)
+	return e
 }
 
 // apply returns a changed copy of the JSON document data.
@@ -112,6 +120,9 @@ func (e edit) apply(t *testing.T, data []byte) []byte {
 		t.Fatal(err)
 	}
 	doc = e.at(t, doc, 0)
+	for _, m := range e.more {
+		doc = m.at(t, doc, 0)
+	}
 	out, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -303,6 +314,13 @@ func TestSchemasRefuseDocumentsThatBreakThem(t *testing.T) {
 		{"version with a build block instead of the facts", "version", "version", set(map[string]any{}, "build")},
 		{"version with a setting that is not a string", "version", "version", set(true, "settings", "-trimpath")},
 		{"version with another setting that is not a string", "version", "version", set(1, "settings", "GOAMD64")},
+		{"version without rebuildable", "version", "version", del("rebuildable")},
+		{"version without its rebuild blockers", "version", "version", del("rebuild_blockers")},
+		{"version rebuildable with a blocker", "version", "version", set([]any{"no_vcs_revision"}, "rebuild_blockers").then(set(true, "rebuildable"))},
+		{"version not rebuildable without a blocker", "version", "version", set([]any{}, "rebuild_blockers").then(set(false, "rebuildable"))},
+		{"version with an unknown rebuild blocker", "version", "version", set([]any{"no_luck"}, "rebuild_blockers")},
+		{"version with a rebuild blocker twice", "version", "version", set([]any{"no_trimpath", "no_trimpath"}, "rebuild_blockers")},
+		{"version with rebuildable as a string", "version", "version", set("false", "rebuildable")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -49,14 +49,20 @@ func (f Fault) text() string {
 // DataError is the faults of one CSV source: INVALID_DATA on the wire.
 // Its embedded [Fault] is the first in scan order, the one a check that
 // stopped there would report; More lists up to [MaxListedFaults] − 1 of
-// those after it, and Unlisted counts the others found. Its message is
-// one fault a line, the first after the file's name, then "and N more
-// faults in" the file when some are unlisted; it never quotes the data.
+// those after it, and Unlisted counts the others found. A file's bytes
+// that are not UTF-8 are one fault, at the first line that holds one:
+// a Latin-1 export has them on every line with an accent, and one fix for
+// all, so NotUTF8 counts the other lines that hold one, never listed. Its
+// message is one fault a line, the first after the file's name, then
+// "and N more lines hold bytes that are not UTF-8" when NotUTF8 is not 0,
+// then "and N more faults in" the file when some are unlisted; it never
+// quotes the data.
 type DataError struct {
 	File string
 	Fault
 	More     []Fault
 	Unlisted int
+	NotUTF8  int
 }
 
 func (e *DataError) Error() string {
@@ -64,6 +70,12 @@ func (e *DataError) Error() string {
 	b.WriteString(e.File + ": " + e.Fault.text())
 	for _, f := range e.More {
 		b.WriteString("\n" + f.text())
+	}
+	switch {
+	case e.NotUTF8 == 1:
+		b.WriteString("\nand 1 more line holds bytes that are not UTF-8 (save the file as UTF-8)")
+	case e.NotUTF8 > 1:
+		fmt.Fprintf(&b, "\nand %d more lines hold bytes that are not UTF-8 (save the file as UTF-8)", e.NotUTF8)
 	}
 	if e.Unlisted > 0 {
 		fmt.Fprintf(&b, "\nand %s in %s", count(e.Unlisted, "more fault"), e.File)
@@ -75,9 +87,18 @@ func (e *DataError) Error() string {
 type faults struct {
 	file string
 	err  *DataError
+	// notUTF8 is set once a line with bytes that are not UTF-8 is added.
+	notUTF8 bool
 }
 
 func (c *faults) add(f Fault) {
+	if f.Reason == reasonUTF8 {
+		if c.notUTF8 {
+			c.err.NotUTF8++
+			return
+		}
+		c.notUTF8 = true
+	}
 	switch {
 	case c.err == nil:
 		c.err = &DataError{File: c.file, Fault: f}

@@ -25,7 +25,9 @@ import (
 //
 //   - FuzzParseSources: any bytes as one source never panic, fail only with
 //     the package's own error types naming file, line and column, never echo
-//     the data, and when accepted compute a well-formed, exactly right result.
+//     the data (but for a number's literal fix, a plain number that its
+//     column accepts), and when accepted compute a well-formed, exactly
+//     right result.
 //   - FuzzCSVParsersKeepTheRules: each CSV parser (ParseTransactions,
 //     ParseGroups, ParseCustomers) accepts exactly what passes the rules of
 //     protocol §4, re-stated here on the raw bytes and, with regular
@@ -36,8 +38,9 @@ import (
 //   - FuzzFirstFaultIsTheOneFaultMessage: whatever else a CSV source
 //     holds, the first line of its message is the message of the same
 //     bytes cut after the first fault's line, where no later fault can be;
-//     the message lists at most 20 faults, one a line, and stays under
-//     4 KiB.
+//     the message lists at most 20 faults, one a line, then at most the
+//     count of other lines that are not UTF-8 and the count of unlisted
+//     faults; it names bytes that are not UTF-8 once; it stays under 4 KiB.
 //   - FuzzFormatRate: the rate equals a math/big.Rat half-even rounding.
 //
 // Run one with, for example:
@@ -80,6 +83,7 @@ var fuzzVocabulary = func() []string {
 		for _, name := range h {
 			v = append(v, name, strconv.Quote(name))
 		}
+		v = append(v, strings.Join(h, ","))
 	}
 	v = append(v,
 		"starts with a byte order mark", "save the file as UTF-8 without a byte order mark",
@@ -90,12 +94,18 @@ var fuzzVocabulary = func() []string {
 		"holds a byte that is not UTF-8", "save the file as UTF-8 (Latin-1 and Windows-1252 exports are not)",
 		"fields are separated by commas; this header uses semicolons",
 		"fields are separated by commas; this header uses tabs",
-		"uses thousands separators", "write 1234.50 without thousands separators",
-		"write 1234 without thousands separators", "has a currency symbol",
-		"write the number alone, without a currency symbol",
-		"has a currency symbol and thousands separators",
-		"write 1234.50 alone, without a currency symbol or thousands separators",
-		"write 1234 alone, without a currency symbol or thousands separators",
+		"has thousands separators", "has a currency symbol", "has a decimal comma", "has a percent sign",
+		"has spaces around it", "spaces around it", "a currency symbol", "thousands separators", "a decimal comma",
+		"a percent sign", "a comma before three digits",
+		"if it separates thousands, or", "if it is a decimal comma",
+		"is blank", "write 0 for no discount", "holds only spaces", "leave it empty when the price is unknown",
+		"a discount is a fraction from 0 to 1: write 10 % as 0.10",
+		"has spaces around the ID", "write the header as", "the names differ only in",
+		"letter case and spaces", "letter case", "spaces", "header ends with", "empty columns", "empty column",
+		"on every line (a spreadsheet's unused columns)", "delete the", "empty columns after", "empty column after",
+		"the last field is empty: delete it (a spreadsheet's unused column)",
+		"fields are empty: delete them (a spreadsheet's unused columns)", "the last",
+		"the first line is the header: ", "more lines hold bytes that are not UTF-8", "more line holds bytes that are not UTF-8",
 		"is blank; a segment is 1 to 64 characters", "is longer than 64 characters",
 		"holds a control character (a tab, a line break, …)", "begins or ends with a space",
 		"remove the spaces at either end", "more faults in", "more fault in",
@@ -168,6 +178,15 @@ func assertQuotesNoData(t *testing.T, msg string, data []byte) {
 			t.Fatalf("message quotes the marker %q: %s", m, msg)
 		}
 	}
+	// A number's literal fix is derived from the value: cut it out, once
+	// it is shown to be a number in plain notation and nothing else
+	// (checkLiterals holds it to its column).
+	msg = fuzzLiteralRE.ReplaceAllStringFunc(msg, func(m string) string {
+		if lit := fuzzLiteralRE.FindStringSubmatch(m); !literalShapeRE.MatchString(lit[1] + lit[2]) {
+			t.Fatalf("a literal fix that is not a plain number: %q in %s", m, msg)
+		}
+		return " "
+	})
 	rest := []string{msg}
 	for _, fixed := range fuzzVocabulary {
 		var next []string
@@ -255,6 +274,43 @@ func FuzzParseSources(f *testing.F) {
 	})
 }
 
+// fuzzLiteralRE finds what a number's literal fix writes ("write 12.50",
+// and "or 1.250 if" beside it); literalShapeRE is what protocol §4 lets any
+// number be: an optional '-', 1 to 12 digits, a point and 1 to 6 digits.
+var (
+	fuzzLiteralRE  = regexp.MustCompile(`write (-?[0-9.]+)(?:$|\n| if| for)|, or (-?[0-9.]+) if`)
+	literalShapeRE = regexp.MustCompile(`^-?[0-9]{1,12}(\.[0-9]{1,6})?$`)
+)
+
+// checkLiterals holds every literal fix of a DataError to its column: the
+// literal is a value the column accepts, by the oracle's own rules.
+func checkLiterals(t *testing.T, file string, de *domain.DataError) {
+	t.Helper()
+	for _, f := range append([]domain.Fault{de.Fault}, de.More...) {
+		if !strings.HasPrefix(f.Fix, "write ") || strings.HasPrefix(f.Fix, "write the header") {
+			continue
+		}
+		for _, m := range fuzzLiteralRE.FindAllStringSubmatch(f.Fix, -1) {
+			lit := m[1] + m[2]
+			ok := false
+			switch f.Field {
+			case "quantity":
+				ok = signedRE.MatchString(lit)
+			case "successes", "eligible":
+				ok = countRE.MatchString(lit)
+			case "unit_price":
+				ok = amountRE.MatchString(lit)
+			case "discount":
+				r, isRat := new(big.Rat).SetString(lit)
+				ok = amountRE.MatchString(lit) && isRat && r.Cmp(big.NewRat(1, 1)) <= 0
+			}
+			if !ok {
+				t.Fatalf("%s: the fix %q of %+v writes a value its column refuses", file, f.Fix, f)
+			}
+		}
+	}
+}
+
 // checkSourceError holds every error of ParseSources to the rules of the
 // package doc: its own type, file, line and column, and no quoted data.
 func checkSourceError(t *testing.T, file string, data []byte, err error) {
@@ -280,6 +336,7 @@ func checkSourceError(t *testing.T, file string, data []byte, err error) {
 			t.Fatalf("DataError %+v out of range for %s with %d lines", *de, file, lines)
 		}
 		checkPlace(t, file, data, err)
+		checkLiterals(t, file, de)
 		if de.Field != "" {
 			h := fuzzHeaders[file]
 			if de.Column > len(h) || h[de.Column-1] != de.Field {
@@ -743,6 +800,12 @@ func checkPlace(t *testing.T, file string, data []byte, err error) {
 	}
 }
 
+// The two counts a message may end with.
+var (
+	moreFaultsRE  = regexp.MustCompile(`^and [0-9]+ more faults? in data/[a-z]+\.csv$`)
+	moreNotUTF8RE = regexp.MustCompile(`^and ([0-9]+ more lines hold|1 more line holds) bytes that are not UTF-8 \(save the file as UTF-8\)$`)
+)
+
 func FuzzFirstFaultIsTheOneFaultMessage(f *testing.F) {
 	add := func(which uint8, s string) { f.Add(which, []byte(s)) }
 	add(0, "\xEF\xBB\xBFtransaction_id;customer_id;quantity;unit_price;discount\r\nT1;C1;2;100,00;0,10\r\n")
@@ -754,6 +817,14 @@ func FuzzFirstFaultIsTheOneFaultMessage(f *testing.F) {
 	add(2, cuHeader+"C 1,x\nC1,\"re\ntail\"\nC 2,x\n")
 	add(1, "group_id\tsuccesses\teligible\nG1\t1\t2\n")
 	add(2, cuHeader+"C 1,x\n"+strings.Repeat("C1,x\n", domain.MaxDataRows)+"C 2,x\n")
+	// Issue 25's faults: a header in another case, a space after an ID, a
+	// blank, a percent and a decimal-comma discount, a spreadsheet's empty
+	// columns, a Latin-1 file.
+	add(0, "Transaction_ID,Customer_ID,Quantity,Unit_Price,Discount\nT1,C1,1,1,0\n")
+	add(0, txHeader+"T1 ,C1,1,1,\nT2,C1,1,1,10%\nT3,C1,1,\"12,50\",\"0,5\"\n")
+	add(0, "transaction_id,customer_id,quantity,unit_price,discount,,\nT1,C1,1,1,0,,\n")
+	add(0, txHeader+"T1,C1,1,1,0,,\nT2,C1,1,\"123456789012,123456\",0\n")
+	add(2, cuHeader+strings.Repeat("C1,caf\xe9\nC 2,x\n", 30))
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
 		file := fuzzSources[int(which)%3]
 		files := fixtureFiles()
@@ -765,13 +836,26 @@ func FuzzFirstFaultIsTheOneFaultMessage(f *testing.F) {
 		checkSourceError(t, file, data, err)
 		msg := err.Error()
 		lines := strings.Split(msg, "\n")
-		if len(msg) >= 4096 || len(lines) > domain.MaxListedFaults+1 {
+		if len(msg) >= 4096 || len(lines) > domain.MaxListedFaults+2 {
 			t.Fatalf("a message of %d bytes in %d lines", len(msg), len(lines))
 		}
-		for i, l := range lines[1:] {
-			if !strings.HasPrefix(l, "line ") && (i+2 != len(lines) || !strings.HasPrefix(l, "and ")) {
-				t.Fatalf("line %d of the message is not a fault or the count: %q", i+2, l)
+		// Faults, one a line, then the count of the other lines that are
+		// not UTF-8, then the count of unlisted faults.
+		body := lines[1:]
+		if n := len(body); n > 0 && moreFaultsRE.MatchString(body[n-1]) {
+			body = body[:n-1]
+		}
+		if n := len(body); n > 0 && moreNotUTF8RE.MatchString(body[n-1]) {
+			body = body[:n-1]
+		}
+		for i, l := range body {
+			if !strings.HasPrefix(l, "line ") {
+				t.Fatalf("line %d of the message is not a fault or a count: %q", i+2, l)
 			}
+		}
+		// Bytes that are not UTF-8 are one fault of the file.
+		if n := strings.Count(msg, "holds a byte that is not UTF-8"); n > 1 {
+			t.Fatalf("%d faults for bytes that are not UTF-8 in one message: %s", n, msg)
 		}
 		var de *domain.DataError
 		var le *domain.LimitError

@@ -9,9 +9,14 @@ import (
 
 // The common export mistakes of protocol §4 that a fault's message explains,
 // with what to do: a byte order mark and a byte that is not UTF-8 (csv.go,
-// fixBOM and fixUTF8), a header separated by semicolons or tabs, and in a
-// number, thousands separators or a currency symbol. The fixes are fixed
-// texts: no message quotes a field's value.
+// fixBOM and fixUTF8); a header separated by semicolons or tabs, in
+// another letter case, with spaces, or with a spreadsheet's empty columns
+// (headerFault); an ID with spaces around it; and in a number, spaces
+// around it, a currency symbol, thousands separators, a decimal comma or a
+// percent sign. No message quotes a field's value: the fixes are fixed
+// texts, but for the literal number a number's fix writes ("write
+// 1250.00"), which is derived from the value's shape and holds only
+// digits, at most one point and a quantity's '-'.
 
 // problem is what is wrong with a value, and the fix when a common
 // export mistake explains it.
@@ -57,33 +62,156 @@ func (k numberKind) rule() string {
 	return notDiscount
 }
 
-// example is the fixed value the fixes write.
-func (k numberKind) example() string {
-	if k == quantityNumber || k == countNumber {
-		return "1234"
-	}
-	return "1234.50"
-}
-
-// numberProblem says what is wrong with s, a value the kind refused: a
-// currency symbol or thousands separators when taking them away leaves a
-// number in plain notation, else the kind's rule.
+// numberProblem says what is wrong with s, a value the kind refused, and
+// the literal fix when the value's shape shows what was meant: spaces
+// around it, a currency symbol, thousands separators, a decimal comma, or
+// (in a discount) a percent sign, each taken away or turned into plain
+// notation, as "write 1250.00". The fix is written only when what is left
+// is a valid value of the column: digits, at most one point and, in a
+// quantity, a leading '-' (the checks of [numberKind.valid]). It
+// echoes nothing else of the value. A blank discount gets "write 0"; a
+// value no mistake explains, the kind's rule.
 func numberProblem(s string, k numberKind) problem {
-	rest, currency := withoutCurrency(s)
-	rest, grouped := withoutThousands(rest)
-	if !plainNumber(rest) {
+	rest := strings.TrimFunc(s, isSpace)
+	if rest == "" {
+		switch {
+		case k == discountNumber && s == "":
+			return problem{reason: "is blank", fix: "write 0 for no discount"}
+		case k == discountNumber:
+			return problem{reason: "holds only spaces", fix: "write 0 for no discount"}
+		case k == priceNumber:
+			return problem{reason: "holds only spaces", fix: "leave it empty when the price is unknown"}
+		}
 		return problem{reason: k.rule()}
 	}
+	var found []string // the mistakes, in the words of the reason
+	if rest != s {
+		found = append(found, "spaces around it")
+	}
+	rest, currency := withoutCurrency(rest)
+	if currency {
+		found = append(found, "a currency symbol")
+	}
+	percent := false
+	if k == discountNumber {
+		if r, ok := strings.CutSuffix(rest, "%"); ok {
+			rest, percent = strings.TrimRightFunc(r, isSpace), true
+		}
+	}
+	lit, alt, marks := withoutMarks(rest, k)
+	found = append(found, marks...)
+	if percent {
+		found = append(found, "a percent sign")
+		lit, alt = percentOf(lit), ""
+	}
+	reason := "has " + joinAnd(found)
 	switch {
-	case currency && grouped:
-		return problem{reason: "has a currency symbol and thousands separators",
-			fix: "write " + k.example() + " alone, without a currency symbol or thousands separators"}
-	case currency:
-		return problem{reason: "has a currency symbol", fix: "write the number alone, without a currency symbol"}
-	case grouped:
-		return problem{reason: "uses thousands separators", fix: "write " + k.example() + " without thousands separators"}
+	case len(found) == 0 || lit == "":
+		return problem{reason: k.rule()}
+	case alt != "" && k.valid(lit) && k.valid(alt):
+		return problem{reason: reason, fix: "write " + lit + " if it separates thousands, or " + alt + " if it is a decimal comma"}
+	case alt != "" && k.valid(alt):
+		lit = alt
+	}
+	switch {
+	case k.valid(lit):
+		return problem{reason: reason, fix: "write " + lit}
+	case percent:
+		return problem{reason: reason, fix: "a discount is a fraction from 0 to 1: write 10 % as 0.10"}
 	}
 	return problem{reason: k.rule()}
+}
+
+// valid reports whether s is a value the kind accepts, as the row's
+// checks parse it.
+func (k numberKind) valid(s string) bool {
+	switch k {
+	case quantityNumber:
+		_, ok := parseQuantity(s)
+		return ok
+	case countNumber:
+		_, ok := parseCount(s)
+		return ok
+	case priceNumber:
+		_, ok := parseAmount(s)
+		return ok
+	}
+	a, ok := parseAmount(s)
+	return ok && a <= unitAmount
+}
+
+// withoutMarks turns s into plain notation when it is a number written
+// with thousands separators or a decimal comma, and names what it took
+// away; lit is "" when s is neither plain nor one of those. A comma
+// before one group of three digits ("1,234") may be either: in an
+// integer it separates thousands, in a discount (at most 1) it is the
+// decimal mark, and in a price alt holds the decimal reading beside lit.
+func withoutMarks(s string, k numberKind) (lit, alt string, marks []string) {
+	if plainNumber(s) {
+		return s, "", nil
+	}
+	comma := strings.Count(s, ",") == 1 && !strings.Contains(s, ".")
+	decimal := strings.Replace(s, ",", ".", 1)
+	if grouped, ok := withoutThousands(s); ok {
+		// Grouped with one comma and no point, and no decimals: one comma
+		// before three digits ("1,234").
+		if !comma || strings.Contains(grouped, ".") {
+			// "1.234,50": the decimal mark after the groups is a comma.
+			if i := strings.LastIndexByte(s, ','); i >= 0 && strings.Contains(grouped, ".") && digitsOnly(s[i+1:]) {
+				return grouped, "", []string{"thousands separators", "a decimal comma"}
+			}
+			return grouped, "", []string{"thousands separators"}
+		}
+		switch k {
+		case quantityNumber, countNumber:
+			return grouped, "", []string{"thousands separators"}
+		case discountNumber:
+			return decimal, "", []string{"a decimal comma"}
+		}
+		return grouped, decimal, []string{"a comma before three digits"}
+	}
+	if comma && plainNumber(decimal) {
+		return decimal, "", []string{"a decimal comma"}
+	}
+	return "", "", nil
+}
+
+// percentOf writes n percent (n plain and nonnegative) as a fraction, the
+// point moved two places left with the digits as written: "10" is
+// "0.10", "12.5" is "0.125", "100" is "1.00". It returns "" for anything
+// else.
+func percentOf(n string) string {
+	if n == "" || !plainNumber(n) || strings.HasPrefix(n, "-") {
+		return ""
+	}
+	whole, frac, _ := strings.Cut(n, ".")
+	digits, point := whole+frac, len(whole)-2
+	for ; point < 1; point++ {
+		digits = "0" + digits
+	}
+	w := strings.TrimLeft(digits[:point], "0")
+	if w == "" {
+		w = "0"
+	}
+	return w + "." + digits[point:]
+}
+
+// joinAnd joins words as a sentence lists them: "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
+// idProblem says what is wrong with s, a value that is not an ID: spaces
+// around an ID are named as such (a spreadsheet cell with a space typed
+// after it), anything else gets the rule.
+func idProblem(s string) problem {
+	if t := strings.TrimFunc(s, isSpace); t != s && ValidID(t) {
+		return problem{reason: "has spaces around the ID", fix: "remove the spaces at either end"}
+	}
+	return problem{reason: notID}
 }
 
 // plainNumber reports whether s is digits, optionally signed, with

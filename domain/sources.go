@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // The four sources, relative to the workspace, with forward slashes.
@@ -103,17 +104,20 @@ func table(file string, data []byte, header []string, row func(line int, f []str
 	fields, line, fault, done := rs.next()
 	switch {
 	case fault != nil:
-		if fault.Fix == "" {
-			fault.Fix = separatorFix(rs.lastLine(), len(header))
+		if sep := separatorFix(rs.lastLine(), len(header)); fault.Fix == "" && sep != "" {
+			fault.Fix = sep + "; " + writeHeader(header)
 		}
 		c.add(*fault)
 		return c.result()
 	case done:
-		c.add(Fault{Line: line, Column: 1, Reason: noHeaderRow})
+		c.add(Fault{Line: line, Column: 1, Reason: noHeaderRow, Fix: "the first line is the header: " + strings.Join(header, ",")})
 		return c.result()
 	}
 	if f, ok := headerFault(fields, header); !ok {
-		f.Line, f.Fix = line, separatorFix(rs.lastLine(), len(header))
+		f.Line = line
+		if sep := separatorFix(rs.lastLine(), len(header)); sep != "" {
+			f.Fix = sep + "; " + f.Fix
+		}
 		c.add(f)
 		return c.result()
 	}
@@ -141,12 +145,16 @@ func table(file string, data []byte, header []string, row func(line int, f []str
 				return c.result()
 			}
 		case len(fields) != len(header):
-			column := len(header) + 1
+			column, fix := len(header)+1, ""
 			if len(fields) < len(header) {
 				column = len(fields) + 1
+			} else if n := emptyAtEnd(fields, len(header)); n == 1 && n == len(fields)-len(header) {
+				fix = "the last field is empty: delete it (a spreadsheet's unused column)"
+			} else if n == len(fields)-len(header) {
+				fix = fmt.Sprintf("the last %d fields are empty: delete them (a spreadsheet's unused columns)", n)
 			}
 			c.add(Fault{Line: line, Column: column,
-				Reason: fmt.Sprintf("row has %s; the header has %d", count(len(fields), "field"), len(header))})
+				Reason: fmt.Sprintf("row has %s; the header has %d", count(len(fields), "field"), len(header)), Fix: fix})
 		default:
 			row(line, fields, c)
 		}
@@ -154,20 +162,102 @@ func table(file string, data []byte, header []string, row func(line int, f []str
 }
 
 // headerFault checks a header against the one it must be, column by
-// column; the first difference is the fault.
+// column: the first difference is the fault, and its fix writes the whole
+// header, so that one round fixes it. The fix also says when the names
+// differ only in letter case or spaces, and names a spreadsheet's unused
+// columns at the end (Excel's "a,b,c,,"), which its rows have too.
 func headerFault(fields, header []string) (Fault, bool) {
+	extra := max(len(fields)-len(header), 0)
+	empty := extra > 0 && emptyAtEnd(fields, len(header)) == extra
+	var f Fault
 	for i, name := range header {
-		if i >= len(fields) {
-			return Fault{Column: i + 1, Reason: fmt.Sprintf("header is missing column %q", name)}, false
+		switch {
+		case i >= len(fields):
+			f = Fault{Column: i + 1, Reason: fmt.Sprintf("header is missing column %q", name)}
+		case fields[i] != name:
+			f = Fault{Column: i + 1, Reason: fmt.Sprintf("header column must be %q", name)}
+		default:
+			continue
 		}
-		if fields[i] != name {
-			return Fault{Column: i + 1, Reason: fmt.Sprintf("header column must be %q", name)}, false
+		break
+	}
+	switch {
+	case f.Column == 0 && extra == 0:
+		return Fault{}, true
+	case f.Column == 0 && empty:
+		f = Fault{Column: len(header) + 1, Reason: "header ends with " + count(extra, "empty column")}
+	case f.Column == 0:
+		f = Fault{Column: len(header) + 1, Reason: fmt.Sprintf("header has more than %d columns", len(header))}
+	}
+	var fix []string
+	if len(fields) == len(header) || empty {
+		if what := sameNamesBut(fields[:min(len(fields), len(header))], header); what != "" {
+			fix = append(fix, "the names differ only in "+what)
 		}
 	}
-	if len(fields) > len(header) {
-		return Fault{Column: len(header) + 1, Reason: fmt.Sprintf("header has more than %d columns", len(header))}, false
+	if empty {
+		fix = append(fix, fmt.Sprintf("delete the %s after %s on every line (a spreadsheet's unused columns)",
+			count(extra, "empty column"), header[len(header)-1]))
 	}
-	return Fault{}, true
+	f.Fix = strings.Join(append(fix, writeHeader(header)), "; ")
+	return f, false
+}
+
+// writeHeader is the fix every header fault ends with: the header written
+// out.
+func writeHeader(header []string) string {
+	return "write the header as " + strings.Join(header, ",")
+}
+
+// emptyAtEnd counts the empty fields of fields after the first n, from the
+// end back to the first that is not empty.
+func emptyAtEnd(fields []string, n int) int {
+	k := 0
+	for i := len(fields) - 1; i >= n && fields[i] == ""; i-- {
+		k++
+	}
+	return k
+}
+
+// sameNamesBut says how names differ from header when each differs at
+// most in ASCII letter case and in spaces (around the name, or for the
+// '_' between its words): "letter case", "spaces" or "letter case and
+// spaces"; "" when they are equal or differ otherwise.
+func sameNamesBut(names, header []string) string {
+	var upper, spaced bool
+	for i, name := range header {
+		got := names[i]
+		if t := strings.ReplaceAll(strings.TrimFunc(got, isSpace), " ", "_"); t != got {
+			spaced, got = true, t
+		}
+		if l := asciiLower(got); l != got {
+			upper, got = true, l
+		}
+		if got != name {
+			return ""
+		}
+	}
+	switch {
+	case upper && spaced:
+		return "letter case and spaces"
+	case upper:
+		return "letter case"
+	case spaced:
+		return "spaces"
+	}
+	return ""
+}
+
+// asciiLower lowers the ASCII letters of s and nothing else (strings.ToLower
+// would take the Kelvin sign for a k).
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // named gives a fault of a data row its column's header name.
@@ -222,12 +312,12 @@ func ParseTransactions(data []byte) ([]Transaction, error) {
 		r := cells{c: c, header: h, line: line}
 		t := Transaction{ID: f[0], CustomerID: f[1]}
 		if !ValidID(t.ID) {
-			r.fault(0, problem{reason: notID})
+			r.fault(0, idProblem(t.ID))
 		} else if first, dup := seen.repeat(t.ID, line); dup {
 			r.fault(0, problem{reason: "repeats the transaction_id of line " + strconv.Itoa(first)})
 		}
 		if !ValidID(t.CustomerID) {
-			r.fault(1, problem{reason: notID})
+			r.fault(1, idProblem(t.CustomerID))
 		}
 		var ok bool
 		if t.Quantity, ok = parseQuantity(f[2]); !ok {
@@ -262,7 +352,7 @@ func ParseGroups(data []byte) ([]Group, error) {
 		r := cells{c: c, header: h, line: line}
 		g := Group{ID: f[0]}
 		if !ValidID(g.ID) {
-			r.fault(0, problem{reason: notID})
+			r.fault(0, idProblem(g.ID))
 		} else if first, dup := seen.repeat(g.ID, line); dup {
 			r.fault(0, problem{reason: "repeats the group_id of line " + strconv.Itoa(first)})
 		}
@@ -295,7 +385,7 @@ func ParseCustomers(data []byte) ([]Customer, error) {
 		r := cells{c: c, header: h, line: line}
 		cu := Customer{ID: f[0], Segment: f[1]}
 		if !ValidID(cu.ID) {
-			r.fault(0, problem{reason: notID})
+			r.fault(0, idProblem(cu.ID))
 		}
 		if p, ok := labelProblem(cu.Segment); !ok {
 			r.fault(1, p)

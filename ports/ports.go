@@ -54,6 +54,26 @@ var (
 	// away. flock needs only a descriptor open for reading, so any account
 	// that can open the file can hold its lock.
 	ErrLockExposed = errors.New("the lock file is open to group or others and its mode cannot be changed")
+	// ErrMaybeCommitted: a commit renamed the run into place, a flush
+	// after the rename failed, and the rename back out of sight failed
+	// too. The run stands, whole, but may not survive a crash.
+	ErrMaybeCommitted = errors.New("the run was renamed into place but could not be made durable or taken back")
+	// ErrMoved: a directory on a path resolved before was swapped (for a
+	// symlink) by the time it was opened.
+	ErrMoved = errors.New("a directory on the path changed after the path was resolved")
+	// ErrRecordRemains: a ledger record was written whole, its flush
+	// failed, and it could not be cut back off for good (the cut failed,
+	// or could not be flushed): it may remain in the ledger, now or after
+	// a crash.
+	ErrRecordRemains = errors.New("the record could not be cut back off for good and may remain in the ledger")
+	// ErrTornRemains: part of a ledger record was written and could not be
+	// cut back off: it stays at the ledger's end, a torn last line.
+	ErrTornRemains = errors.New("part of the record could not be cut back off and stays at the end of the ledger")
+	// ErrLinked: a lock file (the writer lock, the ledger) has more than
+	// one hard link. Its other name may lie outside the workspace, so a
+	// write or a mode change through it would reach a file the operator
+	// never named; it is refused before either.
+	ErrLinked = errors.New("the file has more than one hard link")
 )
 
 // Causes of I/O failures that an adapter recognises and wraps into the
@@ -144,7 +164,8 @@ type EvidenceStore interface {
 	// it. The lock dies with its holder. The lock file is created with
 	// mode 0600, and an existing one that grants anything to group or
 	// others is set to 0600 before it is locked (ErrLockExposed when that
-	// cannot be done). Directories it creates are made durable by Commit,
+	// cannot be done). A lock file with more than one hard link is
+	// ErrLinked, before its mode is looked at. Directories it creates are made durable by Commit,
 	// which fsyncs each into its parent.
 	//
 	// It creates dir one component at a time, and before it creates
@@ -186,7 +207,9 @@ type EvidenceWriter interface {
 	// an entry (ErrExists), then fsyncs dir, and its parents that
 	// OpenWriter created. If a sync after the rename fails, the run is
 	// moved back out of sight and the error returned: a run that is visible
-	// is complete.
+	// is complete. If it cannot be moved back either, the error is also
+	// ErrMaybeCommitted: the run stays visible and whole, and may or may
+	// not survive a crash.
 	Commit(runID string) error
 	// Close removes the pending directory if it was not committed and
 	// releases the lock. The lock file stays.
@@ -215,9 +238,23 @@ type SavedFile struct {
 	Data []byte
 }
 
-// LedgerStore keeps the call ledger (protocol §11): a file of records, one
-// per line. rel is always a Location.Rel returned by PathResolver.Resolve,
-// whose directory exists.
+// LedgerStore opens the call ledger (protocol §11): a file of records, one
+// per line.
+type LedgerStore interface {
+	// OpenLedger opens the ledger at rel, a Location.Rel returned by
+	// PathResolver.Resolve whose directory exists: it opens that directory
+	// once, following no symlink on the way (a component that is now a
+	// symlink, swapped in after rel was resolved, is ErrMoved; one gone,
+	// ErrMissing; one that is not a directory, ErrNotDir). Every later
+	// access to the ledger goes through that handle, by the ledger's name
+	// in it and never through a symlink there, so a directory swapped
+	// meanwhile cannot send a read or a record anywhere else: they go on
+	// reaching the directory that was opened. The ledger file itself need
+	// not exist yet.
+	OpenLedger(rel string) (Ledger, error)
+}
+
+// Ledger is one open ledger: its directory opened once by OpenLedger.
 //
 // Waiting for the ledger's lock sleeps in the kernel, never in a polling
 // loop, and a process has at most one blocked flock per ledger: its other
@@ -225,34 +262,40 @@ type SavedFile struct {
 // its ctx is done while the turn is with another process (a kernel
 // wait); a turn held in this process (a holder working under the lock)
 // is waited for until the wait runs out, since it ends by itself.
-type LedgerStore interface {
+//
+// Something other than a regular file at the ledger's name (a symlink
+// included) is ErrNotRegular. A ledger with more than one hard link is
+// ErrLinked for LastLine and Lock, whose callers go on to append: its
+// other name may lie anywhere.
+type Ledger interface {
 	// LastLine returns the ledger's last line, its newline included when
 	// it has one, under a shared flock and without reading the whole file;
-	// nil for an empty or missing ledger. Something other than a regular
-	// file at rel is ErrNotRegular. A wait for the flock longer than the
-	// store's read wait is ErrBusy; it ends with ctx's error when ctx is
-	// done first, as the type's comment says. It changes nothing, the
+	// nil for an empty or missing ledger. A wait for the flock longer than
+	// the store's read wait is ErrBusy; it ends with ctx's error when ctx
+	// is done first, as the type's comment says. It changes nothing, the
 	// file's mode included.
-	LastLine(ctx context.Context, rel string) ([]byte, error)
+	LastLine(ctx context.Context) ([]byte, error)
 	// Lock takes an exclusive flock on the ledger, creating the file with
 	// mode 0600 (and then fsyncing its directory, at the first append)
 	// when it is missing, and setting an existing file's mode to 0600 when
 	// it grants anything to group or others (ErrLockExposed when it
 	// cannot; nothing is waited for then). It waits at most wait (else
 	// ErrBusy), and ends with ctx's error when ctx is done first, as the
-	// type's comment says. Something other than a regular file at rel is
-	// ErrNotRegular. The lock is the caller's until it calls Release: a
-	// record is appended through the hold.
-	Lock(ctx context.Context, rel string, wait time.Duration) (HeldLedger, error)
-	// ScanLedger calls line with every line of the ledger in order, each
-	// with its newline when it has one, until line returns an error. It
-	// reads the ledger as it was when the scan began, and appends made
-	// meanwhile neither wait for it nor show in it. A missing ledger is
-	// ErrMissing; something other than a regular file, ErrNotRegular. Its
-	// wait for the shared lock ends at once, with ctx's error, when ctx is
-	// done while another process holds the lock. It changes nothing, the
-	// file's mode included.
-	ScanLedger(ctx context.Context, rel string, line func(data []byte) error) error
+	// type's comment says. The lock is the caller's until it calls
+	// Release: a record is appended through the hold.
+	Lock(ctx context.Context, wait time.Duration) (HeldLedger, error)
+	// Scan calls line with every line of the ledger in order, each with
+	// its newline when it has one, until line returns an error. It reads
+	// the ledger as it was when the scan began, and appends made meanwhile
+	// neither wait for it nor show in it. A missing ledger is ErrMissing.
+	// Its wait for the shared lock ends at once, with ctx's error, when
+	// ctx is done while another process holds the lock. It changes
+	// nothing, the file's mode included, and reads a ledger of any link
+	// count.
+	Scan(ctx context.Context, line func(data []byte) error) error
+	// Close releases the directory's handle. A hold taken before stays
+	// the caller's until it is released.
+	Close() error
 }
 
 // HeldLedger is the ledger under an exclusive lock that its holder keeps
@@ -268,6 +311,13 @@ type HeldLedger interface {
 	// write, or a failed fsync, is truncated back to the length before
 	// it, still under the lock, and reported; the record's own error is
 	// returned as it is, with nothing appended. It may be called once.
+	//
+	// A whole record is cut back for good: the truncation is fsynced too,
+	// since the record may have reached the disk before its own fsync
+	// failed. When the truncation or its fsync fails, the error is also
+	// ErrRecordRemains: the record may remain, now (a reader builds on
+	// it) or after a crash. Part of a record that cannot be cut back is
+	// ErrTornRemains: a torn last line, which is no record.
 	Append(record func(last []byte) ([]byte, error)) error
 	// Release drops the lock. Calling it again does nothing.
 	Release() error

@@ -26,8 +26,8 @@ func reportOptions() []string {
 }
 
 // Parse parses the command-line arguments of cmd, without the command's
-// word. help reports --help: then a missing --workspace or --ledger is no
-// fault, and o holds what was parsed. Unknown, repeated or malformed options, an option the command
+// word. help reports --help or -h (one of them, once): then a missing
+// --workspace or --ledger is no fault, and o holds what was parsed. Unknown, repeated or malformed options, an option the command
 // does not take, empty values, values starting with "--" and positional
 // arguments are INVALID_OPTIONS; a missing --workspace is
 // MISSING_WORKSPACE.
@@ -47,9 +47,9 @@ func Parse(cmd app.Command, args []string) (o app.Options, help bool, e *app.Err
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		pos := first + i
-		if arg == "--help" {
-			if seen[arg] {
-				return app.Options{}, false, fault(app.InvalidOptions, "argument %d repeats --help", pos)
+		if arg == "--help" || arg == "-h" {
+			if help {
+				return app.Options{}, false, fault(app.InvalidOptions, "argument %d repeats %s", pos, helpWords(arg, seen))
 			}
 			seen[arg] = true
 			help = true
@@ -143,6 +143,15 @@ func Parse(cmd app.Command, args []string) (o app.Options, help bool, e *app.Err
 		return app.Options{}, false, fault(app.InvalidOptions, "--run-id is required: the run to report on")
 	}
 	return o, false, nil
+}
+
+// helpWords names the help option a repeat repeats: its own spelling when
+// the first had it ("--help", as before -h existed), else both.
+func helpWords(arg string, seen map[string]bool) string {
+	if seen[arg] {
+		return arg
+	}
+	return "the help option (-h, --help)"
 }
 
 func fault(code app.Code, format string, args ...any) *app.Error {

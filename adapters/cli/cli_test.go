@@ -71,6 +71,10 @@ func TestEachOptionFaultNamesItsPosition(t *testing.T) {
 		{app.OneShot, []string{"/secret/ws"}, app.InvalidOptions, "argument 1 is a positional argument; tool-runner takes none"},
 		{app.MCP, []string{"--workspace", "w", "--workspace=/secret"}, app.InvalidOptions, "argument 4 repeats --workspace"},
 		{app.OneShot, []string{"--help", "--help"}, app.InvalidOptions, "argument 2 repeats --help"},
+		{app.OneShot, []string{"-h", "-h"}, app.InvalidOptions, "argument 2 repeats -h"},
+		{app.Report, []string{"-h", "--help"}, app.InvalidOptions, "argument 3 repeats the help option (-h, --help)"},
+		{app.OneShot, []string{"-h", "--bogus"}, app.InvalidOptions, "argument 2 is not a known option; see --help"},
+		{app.OneShot, []string{"-help"}, app.InvalidOptions, "argument 1 is not a known option; see --help"},
 		{app.OneShot, []string{"--workspace"}, app.InvalidOptions, "--workspace (argument 1) needs a value"},
 		{app.OneShot, []string{"--workspace="}, app.InvalidOptions, "--workspace (argument 1) has an empty value"},
 		{app.OneShot, []string{"--workspace", "--ledger"}, app.InvalidOptions, "--workspace (argument 1) has a value starting with --"},
@@ -91,5 +95,20 @@ func TestEachOptionFaultNamesItsPosition(t *testing.T) {
 	_, help, e := cli.Parse(app.LedgerCheck, []string{"--help"})
 	if !help || e != nil {
 		t.Errorf("--help alone: help %v, fault %v", help, e)
+	}
+}
+
+// -h is --help, for every command: alone, or beside good options, it asks
+// for the usage and spares the required options.
+func TestDashHIsHelpForEveryCommand(t *testing.T) {
+	for _, cmd := range []app.Command{app.OneShot, app.MCP, app.LedgerCheck, app.Report} {
+		for _, args := range [][]string{{"-h"}, {"--help"}, {"--workspace", "w", "-h"}} {
+			t.Run(fmt.Sprint(cmd, args), func(t *testing.T) {
+				is := is.New(t)
+				_, help, e := cli.Parse(cmd, args)
+				is.True(e == nil)
+				is.True(help)
+			})
+		}
 	}
 }

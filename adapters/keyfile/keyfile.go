@@ -86,6 +86,9 @@ func readPEM(path string) (*pem.Block, fs.FileMode, error) {
 		return nil, 0, ports.ErrMissing
 	case errors.Is(err, fs.ErrPermission):
 		return nil, 0, ports.ErrPermission
+	case errors.Is(err, syscall.ENXIO):
+		// open(2) of a socket, or of a device node without a driver.
+		return nil, 0, ports.ErrNotRegular
 	case err != nil:
 		return nil, 0, errors.New("the key file could not be opened")
 	}

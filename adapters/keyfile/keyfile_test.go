@@ -165,6 +165,14 @@ func keyCases(k keys) []keyCase {
 			return p
 		}, ports.ErrNotRegular, ports.ErrNotRegular},
 		{"a character device", func(*testing.T, string) string { return "/dev/zero" }, ports.ErrNotRegular, ports.ErrNotRegular},
+		// open(2) of a socket fails (ENXIO) where a FIFO's succeeds.
+		{"a socket", func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "sock.pem")
+			if err := syscall.Mknod(p, syscall.S_IFSOCK|0o600, 0); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, ports.ErrNotRegular, ports.ErrNotRegular},
 
 		{"an empty file", priv(nil), ports.ErrKeyFormat, ports.ErrKeyFormat},
 		{"text that is not PEM", priv([]byte("this is not a key\n")), ports.ErrKeyFormat, ports.ErrKeyFormat},

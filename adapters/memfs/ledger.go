@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"time"
 
 	"github.com/spf13/afero"
@@ -13,47 +14,89 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-var _ ports.LedgerStore = (*Workspace)(nil)
+var (
+	_ ports.LedgerStore = (*Workspace)(nil)
+	_ ports.Ledger      = (*ledger)(nil)
+)
 
-// LastLine implements ports.LedgerStore. The workspace's lock stands in
-// for flock: it excludes every caller sharing this value.
-func (w *Workspace) LastLine(_ context.Context, rel string) ([]byte, error) {
+// OpenLedger implements ports.LedgerStore. The ledger's directory is opened
+// once, and each access finds the ledger by that open directory's name at
+// the time: afero's MemMapFs renames an open directory's data with it, so a
+// directory renamed away and replaced keeps the ledger, as a directory
+// handle does on a disk. There are no symlinks to follow.
+func (w *Workspace) OpenLedger(rel string) (ports.Ledger, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	data, err := w.ledgerBytes(rel)
+	dir := w.abs(path.Dir(rel))
+	fi, err := w.fs.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, ports.ErrMissing
+	case err != nil:
+		return nil, err
+	case !fi.IsDir():
+		return nil, ports.ErrNotDir
+	}
+	d, err := w.fs.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &ledger{w: w, dir: d, name: path.Base(rel), turn: w.ledgerTurn(rel)}, nil
+}
+
+// ledger is the call ledger, its directory opened once.
+type ledger struct {
+	w    *Workspace
+	dir  afero.File // the ledger's directory; its Name follows a rename
+	name string
+	turn chan struct{} // the ledger's lock: a slot its holder fills
+}
+
+// path is where the ledger is now: in the directory that was opened.
+func (l *ledger) path() string { return path.Join(l.dir.Name(), l.name) }
+
+// Close implements ports.Ledger.
+func (l *ledger) Close() error { return l.dir.Close() }
+
+// LastLine implements ports.Ledger. The workspace's lock stands in for
+// flock: it excludes every caller sharing this value.
+func (l *ledger) LastLine(context.Context) ([]byte, error) {
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	data, err := l.w.ledgerBytes(l.path())
 	if err != nil || len(data) == 0 {
 		return nil, err
 	}
 	return lastLine(data), nil
 }
 
-// Lock implements ports.LedgerStore. Every holder is of this process, so
-// a wait runs until the holder lets go or wait runs out (ErrBusy); ctx
-// never cuts it short, as the port says of a turn held in the process.
-func (w *Workspace) Lock(_ context.Context, rel string, wait time.Duration) (ports.HeldLedger, error) {
-	if err := w.openLedger(rel); err != nil {
+// Lock implements ports.Ledger. Every holder is of this process, so a
+// wait runs until the holder lets go or wait runs out (ErrBusy); ctx never
+// cuts it short, as the port says of a turn held in the process.
+func (l *ledger) Lock(_ context.Context, wait time.Duration) (ports.HeldLedger, error) {
+	if err := l.check(); err != nil {
 		return nil, err
 	}
-	turn := w.ledgerTurn(rel)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
-	case turn <- struct{}{}:
+	case l.turn <- struct{}{}:
 	case <-timer.C:
 		return nil, ports.ErrBusy
 	}
-	return &heldLedger{w: w, rel: rel, turn: turn}, nil
+	return &heldLedger{l: l}, nil
 }
 
-// openLedger checks the ledger before it is locked: something other than
-// a regular file is ErrNotRegular, and an existing file that grants
+// check looks at the ledger before it is locked: something other than a
+// regular file is ErrNotRegular, and an existing file that grants
 // anything to group or others is set to mode 0600. A missing ledger is
 // created, 0600, by its first append: a reader never sees it empty in
 // between.
-func (w *Workspace) openLedger(rel string) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	fi, err := w.fs.Stat(w.abs(rel))
+func (l *ledger) check() error {
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	p := l.path()
+	fi, err := l.w.fs.Stat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -62,27 +105,25 @@ func (w *Workspace) openLedger(rel string) error {
 	case !fi.Mode().IsRegular():
 		return ports.ErrNotRegular
 	}
-	return w.private(rel)
+	return l.w.private(p)
 }
 
-// private sets the mode of the file at rel to 0600 when it grants
-// anything to group or others.
-func (w *Workspace) private(rel string) error {
-	fi, err := w.fs.Stat(w.abs(rel))
+// private sets the mode of the file at the absolute path p to 0600 when it
+// grants anything to group or others.
+func (w *Workspace) private(p string) error {
+	fi, err := w.fs.Stat(p)
 	if err != nil {
 		return err
 	}
 	if fi.Mode().Perm()&0o077 == 0 {
 		return nil
 	}
-	return w.fs.Chmod(w.abs(rel), 0o600)
+	return w.fs.Chmod(p, 0o600)
 }
 
 // ledgerTurn is the channel whose one slot the holder of the ledger at rel
 // fills.
 func (w *Workspace) ledgerTurn(rel string) chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	turn := w.turns[rel]
 	if turn == nil {
 		turn = make(chan struct{}, 1)
@@ -93,32 +134,23 @@ func (w *Workspace) ledgerTurn(rel string) chan struct{} {
 
 // heldLedger is the ledger while its turn is held.
 type heldLedger struct {
-	w        *Workspace
-	rel      string
-	turn     chan struct{}
+	l        *ledger
 	appended bool
 	released bool
 }
 
-func (h *heldLedger) LastLine() ([]byte, error) {
-	h.w.mu.Lock()
-	defer h.w.mu.Unlock()
-	data, err := h.w.ledgerBytes(h.rel)
-	if err != nil || len(data) == 0 {
-		return nil, err
-	}
-	return lastLine(data), nil
-}
+func (h *heldLedger) LastLine() ([]byte, error) { return h.l.LastLine(context.Background()) }
 
 func (h *heldLedger) Append(record func(last []byte) ([]byte, error)) error {
 	if h.appended {
 		return errors.New("the held ledger was appended to already")
 	}
 	h.appended = true
-	w := h.w
+	w := h.l.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	data, err := w.ledgerBytes(h.rel)
+	p := h.l.path()
+	data, err := w.ledgerBytes(p)
 	if err != nil {
 		return err
 	}
@@ -130,7 +162,7 @@ func (h *heldLedger) Append(record func(last []byte) ([]byte, error)) error {
 	if err != nil {
 		return err
 	}
-	f, err := w.fs.OpenFile(w.abs(h.rel), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := w.fs.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
@@ -143,16 +175,16 @@ func (h *heldLedger) Append(record func(last []byte) ([]byte, error)) error {
 func (h *heldLedger) Release() error {
 	if !h.released {
 		h.released = true
-		<-h.turn
+		<-h.l.turn
 	}
 	return nil
 }
 
-// ScanLedger implements ports.LedgerStore.
-func (w *Workspace) ScanLedger(_ context.Context, rel string, line func([]byte) error) error {
-	w.mu.Lock()
-	data, err := w.ledgerBytes(rel)
-	w.mu.Unlock()
+// Scan implements ports.Ledger.
+func (l *ledger) Scan(_ context.Context, line func([]byte) error) error {
+	l.w.mu.Lock()
+	data, err := l.w.ledgerBytes(l.path())
+	l.w.mu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -172,9 +204,10 @@ func (w *Workspace) ScanLedger(_ context.Context, rel string, line func([]byte) 
 	return nil
 }
 
-// ledgerBytes reads the whole ledger: nil when it does not exist.
-func (w *Workspace) ledgerBytes(rel string) ([]byte, error) {
-	fi, err := w.fs.Stat(w.abs(rel))
+// ledgerBytes reads the whole ledger at the absolute path p: nil when it
+// does not exist.
+func (w *Workspace) ledgerBytes(p string) ([]byte, error) {
+	fi, err := w.fs.Stat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
@@ -183,7 +216,7 @@ func (w *Workspace) ledgerBytes(rel string) ([]byte, error) {
 	case !fi.Mode().IsRegular():
 		return nil, ports.ErrNotRegular
 	}
-	data, err := afero.ReadFile(w.fs, w.abs(rel))
+	data, err := afero.ReadFile(w.fs, p)
 	if data == nil && err == nil {
 		data = []byte{}
 	}

@@ -190,7 +190,7 @@ func (w *Workspace) OpenWriter(dir string) (ports.EvidenceWriter, error) {
 	if err := lock.Close(); err != nil {
 		return nil, err
 	}
-	if err := w.private(path.Join(dir, ports.LockFile)); err != nil {
+	if err := w.private(w.abs(path.Join(dir, ports.LockFile))); err != nil {
 		return nil, err
 	}
 	w.locked[dir] = true

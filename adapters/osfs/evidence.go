@@ -40,6 +40,10 @@ func (w *Workspace) OpenWriter(dir string) (_ ports.EvidenceWriter, err error) {
 		ew.release()
 		return nil, classify(err)
 	}
+	if err := oneName(ew.lock); err != nil {
+		ew.release()
+		return nil, err
+	}
 	// Before the lock is tried: a lock file an earlier version made 0644
 	// is closed to other accounts' next opens even while one of them
 	// holds it (no descriptor already open is revoked).
@@ -260,7 +264,11 @@ func (ew *writer) Commit(runID string) (err error) {
 		// Not durable: take the run back out of sight so that a run that is
 		// visible is always one whose commit completed. Close removes it.
 		if rerr := noReplace(ew.ws.rename(ew.dirFile, runID, ew.pending)); rerr != nil {
-			return errors.Join(err, rerr)
+			// The run stands: it is the pending directory no longer, and
+			// Close must not look for it. The caller must not say that
+			// nothing was committed.
+			ew.pending = ""
+			return errors.Join(ports.ErrMaybeCommitted, err, rerr)
 		}
 		return err
 	}

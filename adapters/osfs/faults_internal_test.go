@@ -218,22 +218,8 @@ type appAnswer struct {
 // this workspace adapter with inject applied to it (when not nil).
 func callApp(t *testing.T, inject func(*Workspace), request string, args ...string) appAnswer {
 	t.Helper()
-	wire := func(o app.Options) (app.Ports, io.Closer, error) {
-		w, err := Open(o.Workspace)
-		if err != nil {
-			return app.Ports{}, nil, err
-		}
-		if inject != nil {
-			inject(w)
-		}
-		return app.Ports{
-			Sources: w, Paths: w, Evidence: w, Ledger: w, Cancel: w.Marker(o.CancelFile),
-			Clock:  porttest.FixedClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)),
-			Engine: porttest.FixedEngine{SHA256: strings.Repeat("e", 64), GoVersion: "go1.26.8"},
-		}, w, nil
-	}
 	var out bytes.Buffer
-	a := appAnswer{exit: stdio.Run(context.Background(), args, strings.NewReader(request), &out, wire), raw: out.String()}
+	a := appAnswer{exit: stdio.Run(context.Background(), args, strings.NewReader(request), &out, wireWith(inject)), raw: out.String()}
 	var body struct {
 		Result map[string]any `json:"result"`
 		Error  *struct {
@@ -248,6 +234,25 @@ func callApp(t *testing.T, inject func(*Workspace), request string, args ...stri
 		a.code, a.message = body.Error.Code, body.Error.Message
 	}
 	return a
+}
+
+// wireWith wires the app on this workspace adapter with inject applied to
+// it (when not nil), a fixed clock and a fixed engine.
+func wireWith(inject func(*Workspace)) app.Wire {
+	return func(o app.Options) (app.Ports, io.Closer, error) {
+		w, err := Open(o.Workspace)
+		if err != nil {
+			return app.Ports{}, nil, err
+		}
+		if inject != nil {
+			inject(w)
+		}
+		return app.Ports{
+			Sources: w, Paths: w, Evidence: w, Ledger: w, Cancel: w.Marker(o.CancelFile),
+			Clock:  porttest.FixedClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)),
+			Engine: porttest.FixedEngine{SHA256: strings.Repeat("e", 64), GoVersion: "go1.26.8"},
+		}, w, nil
+	}
 }
 
 // absolutePath finds what looks like an absolute path inside a JSON string.

@@ -184,6 +184,22 @@ func (l *flocked) unlock() error {
 	return err
 }
 
+// oneName refuses the open lock file f when it has more than one hard
+// link (ports.ErrLinked): another name of it may lie outside the
+// workspace, so neither a mode change nor a write may go through it. It
+// looks at the open descriptor (fstat), so the file checked is the file
+// that would be changed.
+func oneName(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if links(fi) > 1 {
+		return ports.ErrLinked
+	}
+	return nil
+}
+
 // private makes the open lock file f grant nothing to group or others: it
 // sets the mode to 0600 through the descriptor itself (so the file checked
 // is the file changed) when any such bit is set. flock needs only a

@@ -125,16 +125,16 @@ func TestACancelledKernelWaitEndsAtOnceAndItsFlockLetsGoLater(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() {
-		_, err := ws.LastLine(ctx, "ledger.jsonl")
+		_, err := ws.lastLineAt(ctx, "ledger.jsonl")
 		first <- err
 	}()
 	eventually(t, "the pre-check waits in the kernel", func() bool { return kernelWaits(t, path) == 1 })
 	cancel()
 	is.True(errors.Is(<-first, context.Canceled)) // at once: the holder still holds
 
-	_, err := ws.LastLine(ctx, "ledger.jsonl")
+	_, err := ws.lastLineAt(ctx, "ledger.jsonl")
 	is.True(errors.Is(err, context.Canceled)) // queued behind a kernel wait: ends at once too
-	_, err = ws.Lock(ctx, "ledger.jsonl", time.Minute)
+	_, err = ws.lockAt(ctx, "ledger.jsonl", time.Minute)
 	is.True(errors.Is(err, context.Canceled))
 	is.Equal(kernelWaits(t, path), 1) // still the one abandoned flock
 
@@ -158,13 +158,13 @@ func TestACancelledKernelWaitEndsAtOnceAndItsFlockLetsGoLater(t *testing.T) {
 func TestACancelledCallWaitsForAHolderOfThisProcess(t *testing.T) {
 	is := is.New(t)
 	ws, _ := openLedgerWorkspace(t, []byte("one\n"))
-	held, err := ws.Lock(context.Background(), "ledger.jsonl", time.Second)
+	held, err := ws.lockAt(context.Background(), "ledger.jsonl", time.Second)
 	is.NoErr(err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	got := make(chan error, 1)
 	go func() {
-		last, err := ws.LastLine(ctx, "ledger.jsonl")
+		last, err := ws.lastLineAt(ctx, "ledger.jsonl")
 		if err == nil && string(last) != "two\n" {
 			err = fmt.Errorf("read %q before the holder was done", last)
 		}
@@ -183,7 +183,7 @@ func TestAWaitThatRunsOutLeavesNoLockBehind(t *testing.T) {
 	is := is.New(t)
 	ws, path := openLedgerWorkspace(t, []byte("one\n"))
 	release := flockOther(t, path, unix.LOCK_SH)
-	_, err := ws.Lock(context.Background(), "ledger.jsonl", 20*time.Millisecond)
+	_, err := ws.lockAt(context.Background(), "ledger.jsonl", 20*time.Millisecond)
 	is.True(errors.Is(err, ports.ErrBusy))
 	is.Equal(kernelWaits(t, path), 1) // its flock, still blocked
 	release()
@@ -209,7 +209,7 @@ func TestALockFileThatCannotBeMadePrivateIsExposed(t *testing.T) {
 	is.True(tryFlock(t, filepath.Join(ws.real, "runs", ports.LockFile)) == nil) // not taken
 
 	flockOther(t, path, unix.LOCK_EX)
-	_, err = ws.Lock(context.Background(), "ledger.jsonl", time.Hour)
+	_, err = ws.lockAt(context.Background(), "ledger.jsonl", time.Hour)
 	is.True(errors.Is(err, ports.ErrLockExposed)) // at once, not after the hour
 	is.Equal(kernelWaits(t, path), 0)
 

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -27,52 +28,36 @@ const maxLedgerLineBytes = 64 << 10
 // 10 s), so that ErrBusy means the same wait to the app either way.
 const readLockWait = 10 * time.Second
 
-// LastLine implements ports.LedgerStore. It reads backwards from the end,
-// at most maxLedgerLineBytes, under a shared flock, and changes nothing:
-// a damaged ledger is refused as it was found, its mode included.
-func (w *Workspace) LastLine(ctx context.Context, rel string) (_ []byte, err error) {
+// OpenLedger implements ports.LedgerStore. The ledger's directory is
+// opened once, one component at a time without following a symlink
+// (openDir), and every later access opens the ledger by its name in that
+// directory, with O_NOFOLLOW (openAt): a directory on the path swapped
+// for a symlink after this cannot lead a read or a record anywhere else.
+func (w *Workspace) OpenLedger(rel string) (_ ports.Ledger, err error) {
 	defer func() { err = withCause(err) }()
-	if err := canLock(); err != nil {
-		return nil, err
-	}
-	f, err := w.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil
-	case err != nil:
-		return nil, classify(err)
-	}
-	if err := regular(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	l, err := lockWithin(ctx, w.gateFor(rel), f, lockShared, readLockWait)
+	dir, err := w.openDir(path.Dir(rel))
 	if err != nil {
 		return nil, err
 	}
-	defer l.release()
-	return lastLine(f)
+	return &ledger{w: w, dir: dir, name: path.Base(rel), label: filepath.Join(w.real, filepath.FromSlash(rel)), g: w.gateFor(rel)}, nil
 }
 
-// Lock implements ports.LedgerStore. The ledger is opened for this one
-// hold, so its flock excludes every other holder, in this process too
-// (the gate queues those before the kernel does).
-func (w *Workspace) Lock(ctx context.Context, rel string, wait time.Duration) (_ ports.HeldLedger, err error) {
-	defer func() { err = withCause(err) }()
-	if err := canLock(); err != nil {
-		return nil, err
-	}
-	created := false
-	f, err := w.root.OpenFile(rel, os.O_RDWR|os.O_APPEND|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		f, err = w.root.OpenFile(rel, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, lockFileMode)
-		created = err == nil
-		if errors.Is(err, fs.ErrExist) { // another call created it meanwhile
-			f, err = w.root.OpenFile(rel, os.O_RDWR|os.O_APPEND|syscall.O_NONBLOCK, 0)
-		}
-	}
+// ledger is the call ledger, its directory opened once.
+type ledger struct {
+	w     *Workspace
+	dir   *os.File // the ledger's directory
+	name  string   // the ledger's name in dir
+	label string   // the name its open files carry (never shown)
+	g     *gate    // this process's queue for its flock
+}
+
+// open opens the ledger in its directory, never through a symlink (that
+// is ErrNotRegular, as a directory or a FIFO is: O_NONBLOCK, so a FIFO
+// never blocks).
+func (l *ledger) open(flag int, perm fs.FileMode) (*os.File, error) {
+	f, err := openAt(l.dir, l.name, flag|syscall.O_NONBLOCK, perm, l.label)
 	switch {
-	case errors.Is(err, syscall.EISDIR):
+	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EISDIR):
 		return nil, ports.ErrNotRegular
 	case err != nil:
 		return nil, classify(err)
@@ -81,27 +66,106 @@ func (w *Workspace) Lock(ctx context.Context, rel string, wait time.Duration) (_
 		f.Close()
 		return nil, err
 	}
-	// Before the wait, so that a ledger an earlier version made 0644 is
-	// closed to other accounts' next opens even while one of them holds
-	// its lock (no descriptor already open is revoked).
-	if err := w.private(f); err != nil {
+	return f, nil
+}
+
+// Close implements ports.Ledger.
+func (l *ledger) Close() error { return l.dir.Close() }
+
+// LastLine implements ports.Ledger. It reads backwards from the end, at
+// most maxLedgerLineBytes, under a shared flock, and changes nothing: a
+// damaged ledger is refused as it was found, its mode included.
+func (l *ledger) LastLine(ctx context.Context) (_ []byte, err error) {
+	defer func() { err = withCause(err) }()
+	if err := canLock(); err != nil {
+		return nil, err
+	}
+	f, err := l.open(os.O_RDONLY, 0)
+	switch {
+	case errors.Is(err, ports.ErrMissing):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	// The call that reads the last line goes on to append to the ledger:
+	// one that is another name of a file elsewhere is refused before any
+	// work.
+	if err := oneName(f); err != nil {
 		f.Close()
 		return nil, err
 	}
-	l, err := lockWithin(ctx, w.gateFor(rel), f, lockExclusive, wait)
+	fl, err := lockWithin(ctx, l.g, f, lockShared, readLockWait)
 	if err != nil {
 		return nil, err
 	}
-	return &heldLedger{w: w, rel: rel, l: l, created: created}, nil
+	defer fl.release()
+	return lastLine(f)
+}
+
+// Lock implements ports.Ledger. The ledger is opened for this one hold,
+// so its flock excludes every other holder, in this process too (the gate
+// queues those before the kernel does).
+func (l *ledger) Lock(ctx context.Context, wait time.Duration) (_ ports.HeldLedger, err error) {
+	defer func() { err = withCause(err) }()
+	if err := canLock(); err != nil {
+		return nil, err
+	}
+	created := false
+	f, err := l.open(os.O_RDWR|os.O_APPEND, 0)
+	if errors.Is(err, ports.ErrMissing) {
+		f, err = l.open(os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, lockFileMode)
+		created = err == nil
+		if errors.Is(err, fs.ErrExist) { // another call created it meanwhile
+			f, err = l.open(os.O_RDWR|os.O_APPEND, 0)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := oneName(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	// Before the wait, so that a ledger an earlier version made 0644 is
+	// closed to other accounts' next opens even while one of them holds
+	// its lock (no descriptor already open is revoked).
+	if err := l.w.private(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	h := &heldLedger{w: l.w}
+	if created {
+		// The directory is fsynced after the first record, through a
+		// descriptor of the hold's own: the hold may outlive the ledger's
+		// Close (a server stopping while a call records).
+		if h.dir, err = openAt(l.dir, ".", os.O_RDONLY|oDirectory, 0, filepath.Dir(l.label)); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	if h.l, err = lockWithin(ctx, l.g, f, lockExclusive, wait); err != nil {
+		h.closeDir()
+		return nil, err
+	}
+	return h, nil
 }
 
 // heldLedger is the ledger under this process's exclusive flock.
 type heldLedger struct {
-	w        *Workspace
-	rel      string
+	w *Workspace
+	// dir is the ledger's directory when Lock created the file, to be
+	// fsynced after the first record; nil otherwise.
+	dir      *os.File
 	l        *flocked
-	created  bool // Lock created the file: its directory is fsynced after the first record
 	appended bool
+}
+
+// closeDir closes the hold's descriptor of the directory, if it has one.
+func (h *heldLedger) closeDir() {
+	if h.dir != nil {
+		h.dir.Close()
+		h.dir = nil
+	}
 }
 
 func (h *heldLedger) LastLine() (_ []byte, err error) {
@@ -109,7 +173,10 @@ func (h *heldLedger) LastLine() (_ []byte, err error) {
 	return lastLine(h.l.f)
 }
 
-func (h *heldLedger) Release() error { return h.l.release() }
+func (h *heldLedger) Release() error {
+	h.closeDir()
+	return h.l.release()
+}
 
 func (h *heldLedger) Append(record func(last []byte) ([]byte, error)) (err error) {
 	defer func() { err = withCause(err) }()
@@ -130,68 +197,72 @@ func (h *heldLedger) Append(record func(last []byte) ([]byte, error)) (err error
 	if err != nil {
 		return err
 	}
-	if n, err := h.w.write(f, line); err != nil || n != len(line) {
+	n, err := h.w.write(f, line)
+	if err != nil || n != len(line) {
 		if err == nil {
 			err = io.ErrShortWrite
 		}
 		// A short write leaves a torn line: cut it off, still under the
 		// lock, so the next call can build on the ledger.
-		return cutBack(f, fi.Size(), err)
+		return h.cutBack(f, fi.Size(), n == len(line), err)
 	}
 	// A record whose fsync failed may or may not be on the disk, and the
 	// call will not answer what it holds: cut it off as well, so that the
 	// ledger never records a response that was not sent.
 	if err := h.w.sync(f); err != nil {
-		return cutBack(f, fi.Size(), err)
+		return h.cutBack(f, fi.Size(), true, err)
 	}
-	if h.created {
-		d, err := h.w.root.Open(path.Dir(h.rel))
-		if err == nil {
-			err = h.w.sync(d)
-			d.Close()
-		}
-		if err != nil {
-			return cutBack(f, fi.Size(), err)
+	if h.dir != nil {
+		if err := h.w.sync(h.dir); err != nil {
+			return h.cutBack(f, fi.Size(), true, err)
 		}
 	}
 	return nil
 }
 
 // cutBack truncates the ledger back to size after a failed append, and
-// returns the append's error, joined with the truncation's if that failed
-// too.
-func cutBack(f *os.File, size int64, err error) error {
-	if terr := f.Truncate(size); terr != nil {
-		return errors.Join(err, terr, errors.New("the torn record could not be cut off"))
+// returns the append's error. A whole record (whole) may have reached the
+// disk before its fsync failed, so the cut is fsynced as well: else a
+// crash could bring back a record of a response that was not sent. When
+// the cut fails, or cannot be flushed, the error says what may remain:
+// ports.ErrRecordRemains for a whole record (the call must then answer
+// what it holds), ports.ErrTornRemains for a part of one.
+func (h *heldLedger) cutBack(f *os.File, size int64, whole bool, err error) error {
+	terr := h.w.truncate(f, size)
+	if terr == nil && whole {
+		terr = h.w.sync(f)
 	}
-	return err
+	if terr == nil {
+		return err
+	}
+	remains := ports.ErrTornRemains
+	if whole {
+		remains = ports.ErrRecordRemains
+	}
+	return errors.Join(remains, err, terr)
 }
 
-// ScanLedger implements ports.LedgerStore. It holds the shared flock only
-// to learn the ledger's length, then reads that much: bytes before it are
-// never rewritten (appends add after it, and a failed append cuts back
-// only its own bytes), and a long scan never holds an append up. A line
-// longer than maxLedgerLineBytes is handed over cut at that length.
-func (w *Workspace) ScanLedger(ctx context.Context, rel string, line func([]byte) error) (err error) {
+// Scan implements ports.Ledger. It holds the shared flock only to learn
+// the ledger's length, then reads that much: bytes before it are never
+// rewritten (appends add after it, and a failed append cuts back only its
+// own bytes), and a long scan never holds an append up. A line longer
+// than maxLedgerLineBytes is handed over cut at that length.
+func (l *ledger) Scan(ctx context.Context, line func([]byte) error) (err error) {
 	defer func() { err = withCause(err) }()
 	if err := canLock(); err != nil {
 		return err
 	}
-	f, err := w.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := l.open(os.O_RDONLY, 0)
 	if err != nil {
-		return classify(err)
-	}
-	if err := regular(f); err != nil {
-		f.Close()
 		return err
 	}
-	l, err := lockWithin(ctx, w.gateFor(rel), f, lockShared, readLockWait)
+	fl, err := lockWithin(ctx, l.g, f, lockShared, readLockWait)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if uerr := l.unlock(); err == nil {
+	if uerr := fl.unlock(); err == nil {
 		err = uerr
 	}
 	if err != nil {

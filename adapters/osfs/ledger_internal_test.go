@@ -45,7 +45,7 @@ func openLedgerWorkspace(t *testing.T, content []byte) (*Workspace, string) {
 // appendOnce appends one record as a call does: the lock, one append
 // through the hold, the release.
 func (w *Workspace) appendOnce(rel string, wait time.Duration, record func(last []byte) ([]byte, error)) error {
-	held, err := w.Lock(context.Background(), rel, wait)
+	held, err := w.lockAt(context.Background(), rel, wait)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func TestTheLastLineOfAHugeLedgerIsReadFromTheEnd(t *testing.T) {
 	is.NoErr(err)
 	is.NoErr(f.Close())
 
-	last, err := ws.LastLine(context.Background(), "ledger.jsonl")
+	last, err := ws.lastLineAt(context.Background(), "ledger.jsonl")
 	is.NoErr(err)
 	is.Equal(string(last), "the last record\n")
 	var seen string
@@ -98,24 +98,24 @@ func TestTheLastLineOfAHugeLedgerIsReadFromTheEnd(t *testing.T) {
 	fi, err := os.Stat(path)
 	is.NoErr(err)
 	is.Equal(fi.Size(), int64(hole+len("\nthe last record\nthe next record\n")))
-	last, err = ws.LastLine(context.Background(), "ledger.jsonl")
+	last, err = ws.lastLineAt(context.Background(), "ledger.jsonl")
 	is.NoErr(err)
 	is.Equal(string(last), "the next record\n")
 }
 
 // No read of a ledger line holds more than maxLedgerLineBytes of it: a
-// 4 MiB line is handed over cut, by LastLine at its end and by ScanLedger
+// 4 MiB line is handed over cut, by LastLine at its end and by Scan
 // wherever it is, and the lines after it are still read whole.
 func TestALedgerLineIsReadWithinItsBound(t *testing.T) {
 	is := is.New(t)
 	long := strings.Repeat("x", 4<<20)
 	ws, _ := openLedgerWorkspace(t, []byte("first\n"+long+"\nafter\n"+long))
-	last, err := ws.LastLine(context.Background(), "ledger.jsonl")
+	last, err := ws.lastLineAt(context.Background(), "ledger.jsonl")
 	is.NoErr(err)
 	is.Equal(len(last), maxLedgerLineBytes) // the torn last line, cut
 	var lens []int
 	var texts []string
-	is.NoErr(ws.ScanLedger(context.Background(), "ledger.jsonl", func(data []byte) error {
+	is.NoErr(ws.scanAt(context.Background(), "ledger.jsonl", func(data []byte) error {
 		lens = append(lens, len(data))
 		texts = append(texts, string(data[:min(len(data), 6)]))
 		return nil
@@ -174,7 +174,7 @@ func TestTheLastLineIsReadBesideAnotherSharedHolder(t *testing.T) {
 	is := is.New(t)
 	ws, path := openLedgerWorkspace(t, []byte("one\n"))
 	flockOther(t, path, unix.LOCK_SH)
-	last, err := ws.LastLine(context.Background(), "ledger.jsonl")
+	last, err := ws.lastLineAt(context.Background(), "ledger.jsonl")
 	is.NoErr(err)
 	is.Equal(string(last), "one\n")
 }
@@ -288,9 +288,10 @@ func TestAShortWriteIsCutBack(t *testing.T) {
 }
 
 // An append fsyncs the ledger, and its directory when it created the
-// ledger. Whichever fsync fails, the record is cut back off (the call will
-// answer the failure, not the response the record holds) and the failure
-// reported.
+// ledger. Whichever fsync fails, the record is cut back off, and the cut
+// fsynced (the call will answer the failure, not the response the record
+// holds), and the failure reported. A cut that cannot be flushed may not
+// hold after a crash: ports.ErrRecordRemains.
 func TestAppendSyncsAndCutsBackAFailedSync(t *testing.T) {
 	is := is.New(t)
 	ws, path := openLedgerWorkspace(t, nil)
@@ -321,7 +322,8 @@ func TestAppendSyncsAndCutsBackAFailedSync(t *testing.T) {
 			}
 			err := ws.appendOnce("ledger.jsonl", time.Second, line("one\n", nil))
 			is.True(errors.Is(err, boom))
-			is.Equal(fileBytes(t, path), "") // created, but holding no record
+			is.True(!errors.Is(err, ports.ErrRecordRemains)) // cut back for good
+			is.Equal(fileBytes(t, path), "")                 // created, but holding no record
 		})
 	}
 	t.Run("the fsync of an existing ledger fails", func(t *testing.T) {
@@ -331,7 +333,8 @@ func TestAppendSyncsAndCutsBackAFailedSync(t *testing.T) {
 		ws.sync = func(*os.File) error { return boom }
 		err := ws.appendOnce("ledger.jsonl", time.Second, line("two\n", nil))
 		is.True(errors.Is(err, boom))
-		is.Equal(fileBytes(t, path), "one\n")
+		is.True(errors.Is(err, ports.ErrRecordRemains)) // the cut's own fsync failed as well
+		is.Equal(fileBytes(t, path), "one\n")           // cut from what the disk shows
 	})
 }
 
@@ -341,12 +344,12 @@ func TestAFIFOIsNotALedger(t *testing.T) {
 	is := is.New(t)
 	ws, path := openLedgerWorkspace(t, nil)
 	is.NoErr(unix.Mkfifo(path, 0o644))
-	_, err := ws.LastLine(context.Background(), "ledger.jsonl")
+	_, err := ws.lastLineAt(context.Background(), "ledger.jsonl")
 	is.True(errors.Is(err, ports.ErrNotRegular)) // LastLine
 	err = ws.appendOnce("ledger.jsonl", time.Second, line("one\n", nil))
 	is.True(errors.Is(err, ports.ErrNotRegular)) // Append
-	err = ws.ScanLedger(context.Background(), "ledger.jsonl", func([]byte) error { return nil })
-	is.True(errors.Is(err, ports.ErrNotRegular)) // ScanLedger
+	err = ws.scanAt(context.Background(), "ledger.jsonl", func([]byte) error { return nil })
+	is.True(errors.Is(err, ports.ErrNotRegular)) // Scan
 }
 
 // LastLine's wait for another process's lock ends when its context does:
@@ -360,6 +363,6 @@ func TestLastLineStopsWaitingWhenCancelled(t *testing.T) {
 	is.NoErr(unix.Flock(int(holder.Fd()), unix.LOCK_EX))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = ws.LastLine(ctx, "ledger.jsonl")
+	_, err = ws.lastLineAt(ctx, "ledger.jsonl")
 	is.True(errors.Is(err, context.Canceled))
 }

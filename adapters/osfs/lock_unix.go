@@ -4,7 +4,9 @@ package osfs
 
 import (
 	"errors"
+	"io/fs"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -26,6 +28,14 @@ var errWouldBlock error = unix.EWOULDBLOCK
 // canLock reports whether this platform can take the locks and make the
 // commit the evidence store and the ledger promise: it can.
 func canLock() error { return nil }
+
+// links returns the number of hard links of the file fi describes.
+func links(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
 
 // lockNoWait takes an exclusive flock(2) on f without waiting. The kernel
 // drops it when the holder exits, however it exits.

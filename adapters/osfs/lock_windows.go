@@ -2,6 +2,7 @@ package osfs
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 
 	"github.com/metricproof/metricproof/ports"
@@ -29,6 +30,10 @@ var errWouldBlock = errors.New("would block")
 
 // canLock refuses: this platform cannot lock files or commit atomically.
 func canLock() error { return ports.ErrPlatform }
+
+// links reports one link: nothing here is ever written through a lock
+// file, which canLock refuses first.
+func links(fs.FileInfo) uint64 { return 1 }
 
 // lockNoWait refuses, as canLock.
 func lockNoWait(*os.File) error { return ports.ErrPlatform }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	"golang.org/x/sys/unix"
 
 	"github.com/metricproof/metricproof/adapters/osfs"
 	"github.com/metricproof/metricproof/ports"
@@ -94,6 +95,31 @@ func TestSourcesThroughSymlinks(t *testing.T) {
 		{"a FIFO is refused without blocking", func(t *testing.T, ws, _ string) {
 			if err := syscall.Mkfifo(filepath.Join(ws, "data", "x.csv"), 0o644); err != nil {
 				t.Skip("no FIFOs here:", err)
+			}
+		}, ports.ErrNotRegular},
+		// open(2) of a socket fails (ENXIO) where a FIFO's or a device's
+		// succeeds: it is still a file that is not regular, not an I/O
+		// failure.
+		{"a socket is refused as not regular", func(t *testing.T, ws, _ string) {
+			if err := syscall.Mknod(filepath.Join(ws, "data", "x.csv"), syscall.S_IFSOCK|0o644, 0); err != nil {
+				t.Skip("no socket nodes here:", err)
+			}
+		}, ports.ErrNotRegular},
+		{"a symlink to a socket is refused as not regular", func(t *testing.T, ws, _ string) {
+			if err := syscall.Mknod(filepath.Join(ws, "data", "sock"), syscall.S_IFSOCK|0o644, 0); err != nil {
+				t.Skip("no socket nodes here:", err)
+			}
+			symlink(t, "sock", filepath.Join(ws, "data", "x.csv"))
+		}, ports.ErrNotRegular},
+		{"a character device is refused as not regular", func(t *testing.T, ws, _ string) {
+			if err := syscall.Mknod(filepath.Join(ws, "data", "x.csv"), syscall.S_IFCHR|0o644, int(unix.Mkdev(1, 3))); err != nil {
+				t.Skip("no device nodes for this user:", err) // /dev/null's numbers; root only
+			}
+		}, ports.ErrNotRegular},
+		{"a device node without a driver is refused as not regular", func(t *testing.T, ws, _ string) {
+			// open(2) of it fails with ENXIO, as a socket's does.
+			if err := syscall.Mknod(filepath.Join(ws, "data", "x.csv"), syscall.S_IFCHR|0o644, int(unix.Mkdev(4095, 4095))); err != nil {
+				t.Skip("no device nodes for this user:", err)
 			}
 		}, ports.ErrNotRegular},
 	}
@@ -335,6 +361,95 @@ func TestTheWriterRefusesADirectorySwappedForASymlink(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Join(ws, "data"))
 	is.NoErr(err)
 	is.Equal(len(entries), 1) // only real.csv: no lock file or folder made in data/
+}
+
+// The ledger's directory is opened once (protocol §11). A directory on its
+// path swapped for a symlink before OpenLedger opens it (after the app
+// resolved the path) is ports.ErrMoved, never followed, even to a place
+// inside the workspace; swapped after, every access still reaches the
+// directory that was opened. A symlink put at the ledger's own name is
+// not a ledger (ports.ErrNotRegular), and nothing is read or written
+// through it.
+func TestTheLedgerIsNeverReachedThroughASwappedSymlink(t *testing.T) {
+	setup := func(t *testing.T) (ws string, w *osfs.Workspace) {
+		t.Helper()
+		ws, _ = layout(t)
+		for _, d := range []string{"logs/l", "runs/r0"} {
+			if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(ws, "logs", "l", "ledger.jsonl"), []byte("one\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return ws, open(t, ws)
+	}
+	lines := func(l ports.Ledger) ([]string, error) {
+		var got []string
+		err := l.Scan(context.Background(), func(line []byte) error {
+			got = append(got, string(line))
+			return nil
+		})
+		return got, err
+	}
+
+	for _, target := range []string{"../runs/r0", "../data", "l.real"} {
+		t.Run("the directory swapped before the open, for a link to "+target, func(t *testing.T) {
+			is := is.New(t)
+			ws, w := setup(t)
+			is.NoErr(os.Rename(filepath.Join(ws, "logs", "l"), filepath.Join(ws, "logs", "l.real")))
+			symlink(t, target, filepath.Join(ws, "logs", "l"))
+			_, err := w.OpenLedger("logs/l/ledger.jsonl")
+			is.True(errors.Is(err, ports.ErrMoved)) // never followed
+		})
+		t.Run("the directory swapped after the open, for a link to "+target, func(t *testing.T) {
+			is := is.New(t)
+			ws, w := setup(t)
+			l, err := w.OpenLedger("logs/l/ledger.jsonl")
+			is.NoErr(err)
+			defer l.Close()
+			is.NoErr(os.Rename(filepath.Join(ws, "logs", "l"), filepath.Join(ws, "logs", "l.real")))
+			symlink(t, target, filepath.Join(ws, "logs", "l"))
+
+			last, err := l.LastLine(context.Background())
+			is.NoErr(err)
+			is.Equal(string(last), "one\n")
+			held, err := l.Lock(context.Background(), time.Second)
+			is.NoErr(err)
+			is.NoErr(held.Append(func([]byte) ([]byte, error) { return []byte("two\n"), nil }))
+			is.NoErr(held.Release())
+			got, err := lines(l)
+			is.NoErr(err)
+			is.Equal(got, []string{"one\n", "two\n"})
+			data, err := os.ReadFile(filepath.Join(ws, "logs", "l.real", "ledger.jsonl"))
+			is.NoErr(err)
+			is.Equal(string(data), "one\ntwo\n") // in the directory that was opened
+			for _, d := range []string{"runs/r0", "data"} {
+				_, err := os.Lstat(filepath.Join(ws, d, "ledger.jsonl"))
+				is.True(errors.Is(err, os.ErrNotExist)) // nothing where a link leads
+			}
+		})
+	}
+
+	t.Run("a symlink at the ledger's name", func(t *testing.T) {
+		is := is.New(t)
+		ws, w := setup(t)
+		l, err := w.OpenLedger("logs/l/ledger.jsonl")
+		is.NoErr(err)
+		defer l.Close()
+		ledger := filepath.Join(ws, "logs", "l", "ledger.jsonl")
+		is.NoErr(os.Rename(ledger, ledger+".real"))
+		symlink(t, "ledger.jsonl.real", ledger)
+		_, err = l.LastLine(context.Background())
+		is.True(errors.Is(err, ports.ErrNotRegular)) // LastLine
+		_, err = l.Lock(context.Background(), time.Second)
+		is.True(errors.Is(err, ports.ErrNotRegular)) // Lock
+		_, err = lines(l)
+		is.True(errors.Is(err, ports.ErrNotRegular)) // Scan
+		data, err := os.ReadFile(ledger + ".real")
+		is.NoErr(err)
+		is.Equal(string(data), "one\n") // untouched
+	})
 }
 
 // Found by FuzzResolve: an absolute path that steps back with ".." from

@@ -57,6 +57,54 @@ func TestAnyFailedSyncAbandonsTheCommit(t *testing.T) {
 	}
 }
 
+// A failed fsync after the rename whose rename back fails too cannot be
+// undone: Commit says so (ports.ErrMaybeCommitted, with both failures),
+// the run stays visible and whole, and Close removes nothing of it.
+// Whichever of the fsyncs after the rename fails, it is the same.
+func TestACommitThatCannotBeTakenBackSaysItMayBeCommitted(t *testing.T) {
+	files := []ports.File{{Name: "result.json", Data: []byte("1")}, {Name: "receipt.json", Data: []byte("2")}, {Name: "checksums.json", Data: []byte("3")}}
+	for failAt := 5; failAt <= 7; failAt++ { // out, then runs/ and the workspace, which OpenWriter created
+		is := is.New(t)
+		dir := t.TempDir()
+		ws, err := Open(dir)
+		is.NoErr(err)
+		var mu sync.Mutex
+		calls := 0
+		syncErr, renameErr := errors.New("injected fsync failure"), errors.New("injected rename failure")
+		ws.sync = func(f *os.File) error {
+			mu.Lock()
+			calls++
+			fail := calls == failAt
+			mu.Unlock()
+			if fail {
+				return syncErr
+			}
+			return f.Sync()
+		}
+		rename := ws.rename
+		ws.rename = func(d *os.File, from, to string) error {
+			if from == "r1" {
+				return renameErr
+			}
+			return rename(d, from, to)
+		}
+		w, err := ws.OpenWriter("runs/out")
+		is.NoErr(err)
+		is.NoErr(w.Stage(files))
+		err = w.Commit("r1")
+		is.True(errors.Is(err, ports.ErrMaybeCommitted)) // not "nothing committed"
+		is.True(errors.Is(err, syncErr))                 // with both failures
+		is.True(errors.Is(err, renameErr))
+		is.NoErr(w.Close())
+		entries, err := os.ReadDir(filepath.Join(dir, "runs", "out", "r1"))
+		is.NoErr(err)
+		is.Equal(len(entries), 3) // the run, whole, where it was committed
+		entries, _ = os.ReadDir(filepath.Join(dir, "runs", "out"))
+		is.Equal(len(entries), 2) // and the lock file: no pending directory
+		ws.Close()
+	}
+}
+
 func TestSyncsCoverFilesPendingDirOutputAndCreatedParents(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()

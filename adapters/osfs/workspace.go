@@ -43,7 +43,7 @@ type Workspace struct {
 	// package.
 	real string
 	// The calls through which osfs opens, creates, writes, flushes,
-	// renames and makes the lock files private. Tests replace them to fail with the errno a full disk, a
+	// renames, makes the lock files private and cuts a failed record back. Tests replace them to fail with the errno a full disk, a
 	// quota, a read-only mount or a denied permission gives: CI runs as
 	// root, where chmod denies nothing. Every error they return reaches
 	// the app through withCause.
@@ -53,6 +53,7 @@ type Workspace struct {
 	sync     func(*os.File) error                      // fsync; F_FULLFSYNC on macOS
 	rename   func(dir *os.File, from, to string) error // renameat2(RENAME_NOREPLACE), renameatx_np(RENAME_EXCL)
 	chmod    func(f *os.File, mode fs.FileMode) error  // fchmod, of the lock files
+	truncate func(f *os.File, size int64) error        // ftruncate, of the ledger after a failed append
 
 	// gates queue this process's callers of each ledger's flock, keyed by
 	// its workspace-relative path (flock.go).
@@ -104,6 +105,7 @@ func Open(path string) (_ *Workspace, err error) {
 		sync:     syncFile,
 		rename:   renameNoReplace,
 		chmod:    (*os.File).Chmod,
+		truncate: (*os.File).Truncate,
 	}, nil
 }
 
@@ -159,6 +161,10 @@ func classify(err error) error {
 		return ports.ErrMissing
 	case escapes(err):
 		return ports.ErrOutside
+	case errors.Is(err, syscall.ENXIO):
+		// open(2) of a socket, or of a device node without a driver: a
+		// file that is not regular, as a FIFO or a device is once open.
+		return ports.ErrNotRegular
 	}
 	return err
 }

@@ -47,6 +47,9 @@ type Subject struct {
 	Mode func(rel string) fs.FileMode
 	// Chmod sets a workspace-relative file's permission bits.
 	Chmod func(rel string, mode fs.FileMode)
+	// Rename moves a workspace-relative file or directory, as another
+	// process may while a call runs.
+	Rename func(from, to string)
 }
 
 // Factory builds a Subject whose workspace holds files: names are
@@ -65,7 +68,7 @@ type Tree struct {
 // Subject returns a Subject over this tree with the adapter's ports.
 func (tr Tree) Subject(sources ports.SourceReader, paths ports.PathResolver, evidence ports.EvidenceStore, marker func(string) ports.Canceller) Subject {
 	return Subject{Sources: sources, Paths: paths, Evidence: evidence, Marker: marker,
-		Abs: tr.Abs, List: tr.List, Read: tr.Read, Write: tr.Write, Mode: tr.Mode, Chmod: tr.Chmod}
+		Abs: tr.Abs, List: tr.List, Read: tr.Read, Write: tr.Write, Mode: tr.Mode, Chmod: tr.Chmod, Rename: tr.Rename}
 }
 
 // Fill creates the workspace directory and files in it.
@@ -135,6 +138,14 @@ func (tr Tree) Mode(rel string) fs.FileMode {
 func (tr Tree) Chmod(rel string, mode fs.FileMode) {
 	tr.T.Helper()
 	if err := tr.Fs.Chmod(tr.Abs(rel), mode); err != nil {
+		tr.T.Fatal(err)
+	}
+}
+
+// Rename moves a workspace-relative file or directory.
+func (tr Tree) Rename(from, to string) {
+	tr.T.Helper()
+	if err := tr.Fs.Rename(tr.Abs(from), tr.Abs(to)); err != nil {
 		tr.T.Fatal(err)
 	}
 }

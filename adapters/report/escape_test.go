@@ -108,18 +108,18 @@ func TestNoValueCanInjectMarkup(t *testing.T) {
 	for _, verified := range []bool{true, false} {
 		// A plain value: the page's own markup, and nothing else.
 		var plainMD, plainHTML bytes.Buffer
-		if err := report.Markdown(&plainMD, reviewOf("X", verified)); err != nil {
+		if err := report.Markdown(&plainMD, reviewOf("X", verified), readmeSettings()); err != nil {
 			t.Fatal(err)
 		}
-		if err := report.HTML(&plainHTML, reviewOf("X", verified)); err != nil {
+		if err := report.HTML(&plainHTML, reviewOf("X", verified), readmeSettings()); err != nil {
 			t.Fatal(err)
 		}
 		for _, tt := range hostileValues() {
 			t.Run(tt.name, func(t *testing.T) {
 				is := is.New(t)
 				var md, page bytes.Buffer
-				is.NoErr(report.Markdown(&md, reviewOf(tt.value, verified)))
-				is.NoErr(report.HTML(&page, reviewOf(tt.value, verified)))
+				is.NoErr(report.Markdown(&md, reviewOf(tt.value, verified), readmeSettings()))
+				is.NoErr(report.HTML(&page, reviewOf(tt.value, verified), readmeSettings()))
 
 				is.Equal(tags.FindAllString(page.String(), -1), tags.FindAllString(plainHTML.String(), -1)) // the same elements, no more
 				is.Equal(mdMarkup(md.String()), mdMarkup(plainMD.String()))                                 // the same lines, the same markup
@@ -137,12 +137,12 @@ func TestNoValueCanInjectMarkup(t *testing.T) {
 func TestHiddenCharactersAreShownAsCodePoints(t *testing.T) {
 	is := is.New(t)
 	var md, page bytes.Buffer
-	is.NoErr(report.Markdown(&md, reviewOf("a\u2028b\u202Ec\nd", false)))
-	is.NoErr(report.HTML(&page, reviewOf("a\u2028b\u202Ec\nd", false)))
+	is.NoErr(report.Markdown(&md, reviewOf("a\u2028b\u202Ec\nd", false), readmeSettings()))
+	is.NoErr(report.HTML(&page, reviewOf("a\u2028b\u202Ec\nd", false), readmeSettings()))
 	is.True(strings.Contains(md.String(), "aU+2028bU+202EcU+000Ad"))
 	is.True(strings.Contains(page.String(), "aU&#43;2028bU&#43;202EcU&#43;000Ad")) // html/template writes + as &#43;
 	page.Reset()
-	is.NoErr(report.HTML(&page, reviewOf(`<script>"x"</script>`, false)))
+	is.NoErr(report.HTML(&page, reviewOf(`<script>"x"</script>`, false), readmeSettings()))
 	is.True(strings.Contains(page.String(), "&lt;script&gt;&#34;x&#34;&lt;/script&gt;"))
 }
 
@@ -163,8 +163,8 @@ func TestEveryInvisibleFormatCharacterIsShown(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			var md, page bytes.Buffer
-			is.NoErr(report.Markdown(&md, reviewOf(tt.value, false)))
-			is.NoErr(report.HTML(&page, reviewOf(tt.value, false)))
+			is.NoErr(report.Markdown(&md, reviewOf(tt.value, false), readmeSettings()))
+			is.NoErr(report.HTML(&page, reviewOf(tt.value, false), readmeSettings()))
 			is.True(strings.Contains(md.String(), tt.shown))
 			is.True(strings.Contains(page.String(), strings.ReplaceAll(tt.shown, "+", "&#43;")))
 			for _, out := range []string{md.String(), page.String()} {
@@ -186,7 +186,7 @@ func TestNoValueBecomesAnAutolink(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			is := is.New(t)
 			var md bytes.Buffer
-			is.NoErr(report.Markdown(&md, reviewOf(v, true)))
+			is.NoErr(report.Markdown(&md, reviewOf(v, true), readmeSettings()))
 			for _, line := range strings.Split(md.String(), "\n") {
 				is.True(!autolink.MatchString(outsideCode(line))) // no autolink in the text
 			}
@@ -226,7 +226,7 @@ func outsideCode(line string) string {
 func TestTheHTMLPageIsSelfContained(t *testing.T) {
 	is := is.New(t)
 	var page bytes.Buffer
-	is.NoErr(report.HTML(&page, reviewOf("X", true)))
+	is.NoErr(report.HTML(&page, reviewOf("X", true), readmeSettings()))
 	out := page.String()
 	is.True(strings.HasPrefix(out, "<!DOCTYPE html>\n"))
 	for _, never := range []string{"<script", "<link", "<img", "<iframe", "@import", "url(", "src=", "href=", "http:", "https:"} {
@@ -247,7 +247,7 @@ func TestEveryCheckAndStatementIsExplained(t *testing.T) {
 	}
 	r.Disclaimer = app.Disclaimer()
 	var md bytes.Buffer
-	is.NoErr(report.Markdown(&md, r))
+	is.NoErr(report.Markdown(&md, r, readmeSettings()))
 	rows := map[string]bool{}
 	for _, line := range strings.Split(md.String(), "\n") {
 		cells := strings.Split(line, " | ")
@@ -273,17 +273,17 @@ func FuzzNoValueInjectsMarkup(f *testing.F) {
 	plain := map[bool][2]string{}
 	for _, verified := range []bool{true, false} {
 		var md, page bytes.Buffer
-		if report.Markdown(&md, reviewOf("X", verified)) != nil || report.HTML(&page, reviewOf("X", verified)) != nil {
+		if report.Markdown(&md, reviewOf("X", verified), readmeSettings()) != nil || report.HTML(&page, reviewOf("X", verified), readmeSettings()) != nil {
 			f.Fatal("a plain page did not render")
 		}
 		plain[verified] = [2]string{md.String(), page.String()}
 	}
 	f.Fuzz(func(t *testing.T, v string, verified bool) {
 		var md, page bytes.Buffer
-		if err := report.Markdown(&md, reviewOf(v, verified)); err != nil {
+		if err := report.Markdown(&md, reviewOf(v, verified), readmeSettings()); err != nil {
 			t.Fatal(err)
 		}
-		if err := report.HTML(&page, reviewOf(v, verified)); err != nil {
+		if err := report.HTML(&page, reviewOf(v, verified), readmeSettings()); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := mdMarkup(md.String()), mdMarkup(plain[verified][0]); strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -314,7 +314,7 @@ func TestSubjectsAreCutAtTwenty(t *testing.T) {
 	total := "12.5"
 	r.Result.Revenue.CompleteTotal = &total
 	var md bytes.Buffer
-	is.NoErr(report.Markdown(&md, r))
+	is.NoErr(report.Markdown(&md, r, readmeSettings()))
 	out := md.String()
 	is.True(strings.Contains(out, "| `missing_price` | 25 | "+strings.Join(ids[:20], ", ")+", and 5 more | m |"))
 	is.True(!strings.Contains(out, "TU")) // the 21st
@@ -343,8 +343,8 @@ func TestTheLedgerRecordIsSaidAsItIs(t *testing.T) {
 			r := reviewOf("X", true)
 			r.Ledger = &app.LedgerEvidence{Verified: true, Records: 9, Record: tt.record, Other: tt.other}
 			var md, page bytes.Buffer
-			is.NoErr(report.Markdown(&md, r))
-			is.NoErr(report.HTML(&page, r))
+			is.NoErr(report.Markdown(&md, r, readmeSettings()))
+			is.NoErr(report.HTML(&page, r, readmeSettings()))
 			for _, out := range []string{md.String(), page.String()} {
 				is.True(strings.Contains(out, tt.want))
 				is.True(!strings.Contains(out, tt.never))
@@ -361,7 +361,7 @@ func TestTheLedgerRecordIsSaidAsItIs(t *testing.T) {
 func TestLongValuesWrapInTheHTMLPage(t *testing.T) {
 	is := is.New(t)
 	var page bytes.Buffer
-	is.NoErr(report.HTML(&page, reviewOf(strings.Repeat("W", 400)+"|", true)))
+	is.NoErr(report.HTML(&page, reviewOf(strings.Repeat("W", 400)+"|", true), readmeSettings()))
 	style := regexp.MustCompile(`(?s)<style>(.*)</style>`).FindStringSubmatch(page.String())
 	is.True(style != nil)
 	rule := regexp.MustCompile(`(?m)^([^{}@]*)\{[^}]*overflow-wrap: anywhere;`).FindStringSubmatch(style[1])

@@ -16,12 +16,16 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/metricproof/metricproof/adapters/internal/rebuild"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/domain"
 )
 
 // BuildCommand is README's build command, which the rebuild recipe names.
-const BuildCommand = `CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/tool-runner ./cmd/tool-runner`
+const BuildCommand = `CGO_ENABLED=0 go build -buildvcs=true -trimpath -ldflags="-s -w" -o bin/tool-runner ./cmd/tool-runner`
+
+// RebuildScript is the auditor's recipe, which the evidence names.
+const RebuildScript = "docs/rebuild.sh"
 
 // maxSubjects is how many subjects of each blocker the page lists (protocol §13).
 const maxSubjects = 20
@@ -29,9 +33,14 @@ const maxSubjects = 20
 // page is the format-neutral page: a verdict and its sections.
 type page struct {
 	// Title is the verdict as plain text; Verdict the same as spans.
-	Title    string
-	Verdict  []span
+	Title   string
+	Verdict []span
+	// Remedy, when set, says under the verdict what to do about its fault.
+	Remedy   []span
 	Verified bool
+	// Eligible is the release verdict of a run that verified: the page is
+	// green only when it is set as well.
+	Eligible bool
 	Sections []section
 }
 
@@ -65,11 +74,25 @@ func code(s string) span { return span{Text: s, Code: true} }
 func para(spans ...span) block { return block{Para: spans} }
 
 // newPage builds the page of protocol §13 from a review, its sections in the
-// order the protocol lists them.
-func newPage(r app.Review) page {
+// order the protocol lists them. running is the build settings of the
+// engine running the report: a run that verified was made by that very
+// engine (engine_unchanged), so they say whether the run's engine can be
+// rebuilt.
+func newPage(r app.Review, running map[string]string) page {
 	p := page{Verified: r.Verified()}
 	if p.Verified {
-		p.Verdict = []span{txt("Run "), code(r.RunID), txt(": verified")}
+		// The release verdict beside the integrity verdict, as prominent:
+		// "verified" alone read as "fine" to a hurried reviewer.
+		rel := r.Result.Release
+		p.Eligible = rel.Eligible
+		release := span{Text: "release: eligible", Strong: true}
+		if !rel.Eligible {
+			release = span{Text: "release: not eligible", Strong: true}
+		}
+		p.Verdict = []span{txt("Run "), code(r.RunID), txt(": verified — "), release}
+		if !rel.Eligible {
+			p.Verdict = append(p.Verdict, txt(" ("+count(len(rel.Blockers), "blocker", "blockers")+")"))
+		}
 	} else {
 		where := ""
 		if r.Fault.Code == app.LedgerTampered && r.FaultLine > 0 {
@@ -80,11 +103,33 @@ func newPage(r app.Review) page {
 	for _, s := range p.Verdict {
 		p.Title += s.Text
 	}
+	if !p.Verified && r.Fault.Code == app.EngineChanged {
+		p.Remedy = engineChanged()
+	}
 	if p.Verified {
 		p.Sections = append(p.Sections, numbers(r), release(r))
 	}
-	p.Sections = append(p.Sections, checked(r), evidence(r), unproven(r))
+	p.Sections = append(p.Sections, checked(r), evidence(r, running), unproven(r))
 	return p
+}
+
+// engineChanged says what to do when the engine running the report is not
+// the one that made the run: verify with that engine, or rebuild it from
+// the receipt. The demo's runs are the common case: go run builds another
+// engine than README's command.
+func engineChanged() []span {
+	return []span{
+		span{Text: "What to do:", Strong: true},
+		txt(" this run was made by another engine than the one running this report, so it cannot be checked here. " +
+			"Report on it with the engine that made it: for a run of the demo, or of any "),
+		code("go run ./cmd/tool-runner"),
+		txt(", run "),
+		code("go run ./cmd/tool-runner report"),
+		txt(" with the same options in the same checkout; for a run of a built binary, that binary. " +
+			"Or rebuild that engine from the run's receipt with "),
+		code(RebuildScript),
+		txt(" (it needs a receipt that names a VCS revision) and report with the rebuilt engine."),
+	}
 }
 
 // numbers is section 2: the run's figures.
@@ -102,14 +147,14 @@ func numbers(r app.Review) section {
 	units := words(rev.Units)
 	complete := fmt.Sprintf("none: %s no known price, so the total is unknown", count(rev.TotalRows-rev.KnownRows, "row has", "rows have"))
 	if rev.CompleteTotal != nil {
-		complete = *rev.CompleteTotal + " " + units
+		complete = grouped(*rev.CompleteTotal) + " " + units
 	}
 	rows := [][]span{
-		{txt("Conversion"), txt(fmt.Sprintf("%d successes of %d eligible", c.Successes, c.Eligible))},
+		{txt("Conversion"), txt(fmt.Sprintf("%s successes of %s eligible", groupedInt(c.Successes), groupedInt(c.Eligible)))},
 		{txt("Conversion rate"), rate},
 		{txt("Method"), txt(method)},
-		{txt("Revenue, known subtotal"), txt(rev.KnownSubtotal + " " + units)},
-		{txt("Rows with a known price"), txt(fmt.Sprintf("%d of %d", rev.KnownRows, rev.TotalRows))},
+		{txt("Revenue, known subtotal"), txt(grouped(rev.KnownSubtotal) + " " + units)},
+		{txt("Rows with a known price"), txt(fmt.Sprintf("%s of %s", groupedInt(int64(rev.KnownRows)), groupedInt(int64(rev.TotalRows))))},
 		{txt("Revenue, complete total"), txt(complete)},
 		{txt("Units"), txt(units)},
 		{txt("Customer join"), txt(fmt.Sprintf("%s; keys more than once in customers.csv: %s; transaction customer IDs with no customer: %s",
@@ -117,8 +162,13 @@ func numbers(r app.Review) section {
 	}
 	s := section{Heading: "The numbers", Blocks: []block{{Table: &table{Head: []string{"Figure", "Value"}, Rows: rows}}}}
 	if res.Synthetic {
-		s.Blocks = append(s.Blocks, para(txt("These figures come from the definition "), code(res.DefinitionID),
-			txt(" over synthetic data: amounts are fictional currency units, not money, and no figure describes a real business.")))
+		// As docs/data.md says it: "synthetic" describes the contract, not
+		// the data, which is whoever supplied the sources'.
+		s.Blocks = append(s.Blocks, para(txt("These figures follow from the four sources' bytes by the formulas of "), code(res.DefinitionID),
+			txt(", a fixed demonstration contract that no one has certified for a decision (that is what \"synthetic\" says: of the contract, not of the data, "+
+				"which is the operator's). Its amounts are in fictional currency units: the program attaches no currency and converts none, "+
+				"so they are in whatever currency the unit prices were written in. Amounts here are grouped by thousands for reading; "+
+				"result.json holds them exact and ungrouped.")))
 	}
 	return s
 }
@@ -194,7 +244,7 @@ func checkMeaning(name string, trusted bool) string {
 }
 
 // evidence is section 5: what binds the run, and how to check it again.
-func evidence(r app.Review) section {
+func evidence(r app.Review, running map[string]string) section {
 	s := section{Heading: "The evidence"}
 	t := &table{Head: []string{"Item", "Value"}}
 	row := func(item string, value span) { t.Rows = append(t.Rows, []span{txt(item), value}) }
@@ -228,9 +278,18 @@ func evidence(r app.Review) section {
 	if r.Ledger != nil {
 		row("Ledger record", txt(ledgerRecord(r)))
 	}
+	var blockers []rebuild.Blocker
+	if rc != nil && r.Verified() {
+		blockers = rebuild.Check(running)
+		if len(blockers) == 0 {
+			row("Rebuildable", txt("yes: nothing in its build rules out rebuilding it from its revision (the rebuild below is the proof)"))
+		} else {
+			row("Rebuildable", span{Text: "no: the engine that made this run cannot be rebuilt from its receipt", Strong: true})
+		}
+	}
 	s.Blocks = append(s.Blocks, block{Table: t})
 	if rc != nil {
-		s.Blocks = append(s.Blocks, rebuild(rc.Build))
+		s.Blocks = append(s.Blocks, rebuildRecipe(rc.Build, blockers))
 	}
 	return s
 }
@@ -265,8 +324,18 @@ func ledgerRecord(r app.Review) string {
 	return s
 }
 
-// rebuild is the recipe to rebuild the engine, in one sentence.
-func rebuild(b app.Build) block {
+// rebuildRecipe is the recipe to rebuild the engine, in one sentence, or
+// why it cannot be rebuilt: the blockers of the engine's build settings
+// (none for a run that did not verify, whose engine is not this one),
+// then what the receipt itself shows.
+func rebuildRecipe(b app.Build, blockers []rebuild.Blocker) block {
+	if len(blockers) > 0 {
+		spans := []span{txt("This engine cannot be rebuilt from the receipt, so the run can be checked only with the engine itself:")}
+		for _, bl := range blockers {
+			spans = append(spans, txt(" "+bl.Why()))
+		}
+		return para(spans...)
+	}
 	goVersion := "the same Go version"
 	if b.GoVersion != nil {
 		goVersion = *b.GoVersion
@@ -277,7 +346,8 @@ func rebuild(b app.Build) block {
 	} else {
 		spans = append(spans, txt("This build recorded no revision, so it can be rebuilt only from the very source it was made from: build that with "+goVersion+" and "))
 	}
-	spans = append(spans, code(BuildCommand), txt(", then compare the SHA256 of bin/tool-runner with the engine SHA256 above."))
+	spans = append(spans, code(BuildCommand), txt(", then compare the SHA256 of bin/tool-runner with the engine SHA256 above; "),
+		code(RebuildScript), txt(" does all of it and verifies the run with the rebuilt engine."))
 	if b.VCSModified != nil && *b.VCSModified {
 		spans = append(spans, txt(" The checkout had uncommitted changes, so a build of the revision alone will not match."))
 	}
@@ -346,3 +416,33 @@ func optional(s *string) span {
 	}
 	return code(*s)
 }
+
+// grouped writes a money string (an exact plain decimal, protocol §5) with
+// its integer digits grouped by thousands, "9,007,855.54", for reading:
+// on the page only, result.json keeps the exact string. Anything that is
+// not such a string is written as it is.
+func grouped(s string) string {
+	sign, rest := "", s
+	if strings.HasPrefix(rest, "-") {
+		sign, rest = "-", rest[1:]
+	}
+	whole, frac, point := strings.Cut(rest, ".")
+	if whole == "" || strings.Trim(whole, "0123456789") != "" || strings.Trim(frac, "0123456789") != "" {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(sign)
+	for i, d := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	if point {
+		b.WriteString("." + frac)
+	}
+	return b.String()
+}
+
+// groupedInt writes a count grouped by thousands.
+func groupedInt(n int64) string { return grouped(strconv.FormatInt(n, 10)) }

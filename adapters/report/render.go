@@ -13,11 +13,15 @@ import (
 )
 
 // Markdown writes the page of r as CommonMark with GitHub's tables. Its
-// first line is the verdict.
-func Markdown(w io.Writer, r app.Review) error {
-	p := newPage(r)
+// first line is the verdict. running is the build settings of the engine
+// running the report (newPage).
+func Markdown(w io.Writer, r app.Review, running map[string]string) error {
+	p := newPage(r, running)
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "# %s\n", inline(p.Verdict))
+	if p.Remedy != nil {
+		fmt.Fprintf(b, "\n%s\n", inline(p.Remedy))
+	}
 	for _, s := range p.Sections {
 		fmt.Fprintf(b, "\n## %s\n", mdEscape(s.Heading))
 		for _, bl := range s.Blocks {
@@ -157,8 +161,8 @@ var htmlEscaper = strings.NewReplacer(
 // reflection on method names keeps every exported method of the binary
 // alive in the linker: 2.5 MB more engine (9.0 → 11.5 MB stripped), which
 // analyze and verify hash on every call (protocol §6).
-func HTML(w io.Writer, r app.Review) error {
-	p := newPage(r)
+func HTML(w io.Writer, r app.Review, running map[string]string) error {
+	p := newPage(r, running)
 	b := bufio.NewWriter(w)
 	text := func(s string) { _, _ = htmlEscaper.WriteString(b, visible(s)) }
 	spans := func(list []span) {
@@ -181,13 +185,23 @@ func HTML(w io.Writer, r app.Review) error {
 	text(p.Title)
 	b.WriteString("</title>\n")
 	b.WriteString(pageHead)
+	// Green only for a run that verified and may be released; a verified
+	// run with blockers is amber, never green; a fault is red.
 	class := "fault"
-	if p.Verified {
+	switch {
+	case p.Verified && p.Eligible:
 		class = "verified"
+	case p.Verified:
+		class = "blocked"
 	}
 	b.WriteString("<body>\n<h1 class=\"" + class + "\">")
 	spans(p.Verdict)
 	b.WriteString("</h1>")
+	if p.Remedy != nil {
+		b.WriteString("\n<p class=\"remedy\">")
+		spans(p.Remedy)
+		b.WriteString("</p>")
+	}
 	for _, sec := range p.Sections {
 		b.WriteString("\n<section>\n<h2>")
 		text(sec.Heading)

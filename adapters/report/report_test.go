@@ -39,6 +39,14 @@ func fixedEngine() porttest.FixedEngine {
 	return porttest.FixedEngine{SHA256: strings.Repeat("e", 64), GoVersion: "go1.26.8", ModuleVersion: "(devel)", VCSRevision: strings.Repeat("a1", 20), VCSModified: new(bool)}
 }
 
+// readmeSettings are the build settings README's command records in a
+// clean clone at fixedEngine's revision: the engine of every golden run,
+// which the page finds rebuildable.
+func readmeSettings() map[string]string {
+	return map[string]string{"-buildmode": "exe", "-compiler": "gc", "-trimpath": "true", "CGO_ENABLED": "0", "GOAMD64": "v1", "GOARCH": "amd64", "GOOS": "linux",
+		"vcs": "git", "vcs.revision": strings.Repeat("a1", 20), "vcs.time": "2026-11-29T11:00:00Z", "vcs.modified": "false"}
+}
+
 // fixedKey reads one Ed25519 key, made from a fixed seed, for any path.
 type fixedKey struct{}
 
@@ -55,6 +63,10 @@ type workspace struct {
 	t  *testing.T
 	fs afero.Fs
 	ws *memfs.Workspace
+	// engine is the engine every call and report runs with, and settings
+	// its build settings, which the report is given.
+	engine   porttest.FixedEngine
+	settings map[string]string
 }
 
 func newWorkspace(t *testing.T) *workspace {
@@ -73,7 +85,7 @@ func newWorkspace(t *testing.T) *workspace {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &workspace{t: t, fs: fs, ws: ws}
+	return &workspace{t: t, fs: fs, ws: ws, engine: fixedEngine(), settings: readmeSettings()}
 }
 
 func (w *workspace) wire(o app.Options) (app.Ports, io.Closer, error) {
@@ -82,7 +94,7 @@ func (w *workspace) wire(o app.Options) (app.Ports, io.Closer, error) {
 	}
 	return app.Ports{
 		Sources: w.ws, Paths: w.ws, Evidence: w.ws, Ledger: w.ws, Keys: fixedKey{},
-		Cancel: w.ws.Marker(o.CancelFile), Clock: porttest.FixedClock(fixedTime), Engine: fixedEngine(),
+		Cancel: w.ws.Marker(o.CancelFile), Clock: porttest.FixedClock(fixedTime), Engine: w.engine,
 	}, nil, nil
 }
 
@@ -108,7 +120,7 @@ func (w *workspace) analyze(id string, args ...string) {
 // report runs tool-runner report with the arguments after the word.
 func (w *workspace) report(args ...string) (stdout, stderr string, exit int) {
 	var out, errOut bytes.Buffer
-	exit = report.Run(context.Background(), append([]string{"--workspace", wsRoot}, args...), &out, &errOut, w.wire)
+	exit = report.Run(context.Background(), append([]string{"--workspace", wsRoot}, args...), &out, &errOut, w.wire, w.settings)
 	return out.String(), errOut.String(), exit
 }
 
@@ -156,12 +168,21 @@ func TestPagesMatchTheirGoldenFiles(t *testing.T) {
 		{"fixture", func(w *workspace) []string {
 			w.analyze("demo-001")
 			return []string{"--output-dir", "runs", "--run-id", "demo-001"}
-		}, 0, "# Run `demo-001`: verified"},
+		}, 0, "# Run `demo-001`: verified — **release: not eligible** (2 blockers)"},
+		{"eligible", func(w *workspace) []string {
+			// No blocker, and amounts the page groups by thousands.
+			w.edit("data/transactions.csv", func(s string) string {
+				return strings.NewReplacer("T1,C1,2,100.00,0.10", "T1,C1,1000,9007855.54,0", "T4,C4,3,,0", "T4,C4,3,1234.5,0").Replace(s)
+			})
+			w.edit("data/customers.csv", func(s string) string { return strings.Replace(s, "C2,wholesale\n", "", 1) })
+			w.analyze("eligible-001")
+			return []string{"--output-dir", "runs", "--run-id", "eligible-001"}
+		}, 0, "# Run `eligible-001`: verified — **release: eligible**"},
 		{"signed-ledger", func(w *workspace) []string {
 			w.analyze("signed-001", "--signing-key", "k.pem", "--ledger", "ledger.jsonl")
 			w.call(`{"request_id":"v1","tool":"verify_result","arguments":{"run_id":"signed-001"}}`, "--output-dir", "runs", "--ledger", "ledger.jsonl")
 			return []string{"--output-dir", "runs", "--run-id", "signed-001", "--trusted-key", "k.pub", "--ledger", "ledger.jsonl"}
-		}, 0, "# Run `signed-001`: verified"},
+		}, 0, "# Run `signed-001`: verified — **release: not eligible** (2 blockers)"},
 		{"tampered", func(w *workspace) []string {
 			w.analyze("demo-001")
 			w.edit("runs/demo-001/result.json", func(s string) string {
@@ -169,6 +190,13 @@ func TestPagesMatchTheirGoldenFiles(t *testing.T) {
 			})
 			return []string{"--output-dir", "runs", "--run-id", "demo-001"}
 		}, 1, "# Run `demo-001`: do not rely on this run — `RESULT_TAMPERED`: the bytes of result.json differ from checksums.json"},
+		{"engine-changed", func(w *workspace) []string {
+			// The demo's case: a run made by go run's engine, reported on
+			// with a built binary.
+			w.analyze("demo-001")
+			w.engine.SHA256 = strings.Repeat("b", 64)
+			return []string{"--output-dir", "runs", "--run-id", "demo-001"}
+		}, 1, "# Run `demo-001`: do not rely on this run — `ENGINE_CHANGED`: the running engine is not the one that made run demo-001"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,7 +242,7 @@ func TestACancelledReportPrintsNoPage(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			var out, errOut bytes.Buffer
-			exit := report.Run(ctx, []string{"--workspace", wsRoot, "--output-dir", "runs", "--run-id", "r1", "--format", format}, &out, &errOut, w.wire)
+			exit := report.Run(ctx, []string{"--workspace", wsRoot, "--output-dir", "runs", "--run-id", "r1", "--format", format}, &out, &errOut, w.wire, readmeSettings())
 			is.Equal(exit, 3)
 			is.Equal(out.String(), "") // no page
 			is.True(strings.HasPrefix(errOut.String(), "CANCELLED: "))
@@ -238,7 +266,7 @@ func TestNothingDeliveredIsNoSuccess(t *testing.T) {
 		t.Run(args[0], func(t *testing.T) {
 			is := is.New(t)
 			var errOut bytes.Buffer
-			is.Equal(report.Run(context.Background(), append([]string{"--workspace", wsRoot}, args...), failingWriter{}, &errOut, w.wire), 1)
+			is.Equal(report.Run(context.Background(), append([]string{"--workspace", wsRoot}, args...), failingWriter{}, &errOut, w.wire, readmeSettings()), 1)
 		})
 	}
 }

@@ -25,7 +25,7 @@ default, or one self-contained HTML page. It writes nothing.
   --ledger L        also check the call ledger's whole chain, and find the
                     record of the analyze that made the run
   --format F        markdown (the default) or html
-  --help            print this text and exit 0
+  -h, --help        print this text and exit 0
 
 Exit status: 0 verified, 1 verification found a fault (the page says so in
 its first line), 2 an option fault (one line on standard error, nothing on
@@ -33,11 +33,13 @@ standard output), 3 cancelled by SIGINT or SIGTERM (no page).
 `
 
 // Run runs "tool-runner report" (protocol §13): args are the command line
-// after the word report. It verifies the run, prints the page and returns
+// after the word report, and running the build settings of the engine
+// running it, from which the page says whether a run it verified can be
+// rebuilt. It verifies the run, prints the page and returns
 // the exit status: 0 verified, 1 a fault of the run or the ledger (the
 // page is still printed), 2 an option fault, named by its code in one line
 // on stderr, with nothing on stdout, 3 cancelled by a signal (no page).
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer, wire app.Wire) int {
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer, wire app.Wire, running map[string]string) int {
 	o, help, e := cli.Parse(app.Report, args)
 	if e != nil {
 		return optionFault(stderr, e)
@@ -69,7 +71,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, wire app.
 		render = HTML
 	}
 	var page bytes.Buffer
-	if err := render(&page, r); err != nil {
+	if err := render(&page, r, running); err != nil {
 		return optionFault(stderr, &app.Error{Code: app.InternalError, Message: "the page could not be rendered; nothing was printed"})
 	}
 	if _, err := stdout.Write(page.Bytes()); err != nil {

@@ -36,17 +36,46 @@ compact JSON response line on standard output (protocol 1.0).
   --signing-key K   sign every run with this Ed25519 private key (PKCS#8 PEM,
                     mode 600); K may lie anywhere
   --trusted-key P   accept only runs signed by this Ed25519 public key (PEM)
-  --help            print this text and exit 0
+  -h, --help        print this text and exit 0
 
 Tools: inspect_inputs {}, analyze {"expected_source_digest"}, verify_result {"run_id"}.
 Exit status: 0 success, 1 handled error, 3 cancelled. SIGINT and SIGTERM
-cancel the call; it still answers.
+cancel the call; it still answers. With no argument at all, tool-runner
+makes no call: it prints this text to standard error and exits 2.
 "mcp" serves the same tools over the Model Context Protocol on standard
 input and output; "ledger" checks the ledger's chain; "report" verifies a
-run and prints its reviewer's page (tool-runner report --help); "version"
-prints the engine's SHA256, its build facts and settings as one JSON line
-(compare it with a receipt; docs/engine.md says how to rebuild an engine).
+run and prints its reviewer's page; "version" prints the engine's SHA256,
+its build facts and settings, and whether it can be rebuilt, as one JSON
+line (compare it with a receipt; docs/engine.md says how to rebuild an
+engine). Each takes -h or --help for its own usage.
 `
+
+// LedgerUsage is what "tool-runner ledger --help" prints.
+const LedgerUsage = `usage: tool-runner ledger --workspace W --ledger L
+
+Checks the call ledger L's whole chain (every line a well-formed record,
+numbered from 1 without a gap, each chained to the line before by its
+SHA256) and prints one compact JSON line: {"ledger":"verified"} with the
+count of records and the head, or {"ledger":"tampered"} with the first
+damaged line, its code and message. It writes nothing and changes no mode.
+
+  --workspace W   the workspace the ledger lies in (required)
+  --ledger L      the ledger, inside W (required)
+  -h, --help      print this text and exit 0
+
+Exit status: 0 the chain is unbroken, 1 it is damaged, 2 an option fault
+(one JSON line naming its code).
+`
+
+// Bare answers tool-runner run with no argument at all, which is no call
+// (protocol §1): the usage on standard error, nothing on standard output,
+// standard input never read, exit 2. A person typing the bare command
+// learns how to use it; a client, which always passes --workspace, is
+// never answered so.
+func Bare(stderr io.Writer) int {
+	_, _ = io.WriteString(stderr, Usage)
+	return 2
+}
 
 // Exit is the exit status of an answer: 0 success, 3 cancelled, 1 any
 // other failure.
@@ -178,7 +207,7 @@ func Write(w io.Writer, line []byte) error {
 func Ledger(args []string, stdout io.Writer, wire app.Wire) int {
 	o, help, e := cli.Parse(app.LedgerCheck, args)
 	if e == nil && help {
-		_, _ = io.WriteString(stdout, Usage)
+		_, _ = io.WriteString(stdout, LedgerUsage)
 		return 0
 	}
 	var s *app.Service

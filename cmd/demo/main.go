@@ -2,7 +2,9 @@
 // stdio protocol, three times: inspect_inputs, analyze with the digest just
 // returned and request_id = --run-id, and verify_result of that run. It
 // prints the three response lines and exits 0 only if all three succeed;
-// it stops at the first call that does not.
+// it stops at the first call that does not. On standard error it says what
+// each step is before it starts, the first at once (the first go run
+// compiles the runner, which takes minutes on a cold build cache).
 //
 // The runner is started with `go run`, exactly as README tells an operator
 // to start it, so the engine that a later manual verify_result hashes is the
@@ -18,6 +20,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 )
 
 // runnerPackage is the tool-runner, by import path so the demo works from
@@ -69,6 +73,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "demo:", err)
 		return 1
 	}
+	// What the demo is doing goes to standard error, step by step, before
+	// each go run starts: the first compiles the runner, which takes
+	// minutes on a cold build cache, and silence then reads as a hang.
+	// Standard output stays the three response lines.
+	step := func(n int, what string) { fmt.Fprintf(stderr, "demo: step %d of 3: %s\n", n, what) }
 	call := func(request any, withOutput bool) (map[string]any, bool) {
 		argv := []string{"run", runnerPackage, "--workspace", *workspace}
 		if withOutput {
@@ -90,19 +99,35 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return resp, resp["ok"] == true
 	}
 
+	step(1, "inspect_inputs reads and checks the four sources; go run builds the runner first (a minute or more the first time, cached after)")
 	inspected, ok := call(map[string]any{"request_id": "demo-inspect", "tool": "inspect_inputs", "arguments": map[string]any{}}, false)
 	if !ok {
 		return 1
 	}
 	result, _ := inspected["result"].(map[string]any)
 	digest, _ := result["source_digest"].(string)
+	step(2, "analyze computes with the digest just returned and commits run "+*runID+" in the output directory")
 	if _, ok := call(map[string]any{"request_id": *runID, "tool": "analyze", "arguments": map[string]any{"expected_source_digest": digest}}, true); !ok {
 		return 1
 	}
+	step(3, "verify_result checks run "+*runID+" byte for byte and computes it again")
 	if _, ok := call(map[string]any{"request_id": "demo-verify", "tool": "verify_result", "arguments": map[string]any{"run_id": *runID}}, true); !ok {
 		return 1
 	}
+	fmt.Fprintf(stderr, "demo: done: run %s verified. Its engine is the one go run builds from this checkout, so read its page with\n"+
+		"  go run ./cmd/tool-runner report --workspace %s --output-dir %s --run-id %s\n"+
+		"(a binary from go build is another engine, and answers ENGINE_CHANGED).\n", *runID, shown(*workspace, "W"), shown(*outputDir, "O"), *runID)
 	return 0
+}
+
+// shown is a path as the operator gave it, or name in its place when it
+// is absolute: the demo's messages, like the runner's, hold no absolute
+// path.
+func shown(path, name string) string {
+	if filepath.IsAbs(path) || strings.ContainsAny(path, " \t\n'\"$`\\") {
+		return name
+	}
+	return path
 }
 
 // findGo returns the go command on PATH.

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -53,6 +56,11 @@ func TestDemoRunsTheThreeToolsAndRefusesASecondRun(t *testing.T) {
 	is.Equal(resp[1].Artifacts["result"], "runs/demo/demo-001/result.json")
 	is.Equal(resp[2].Tool, "verify_result")
 	is.Equal(resp[2].Result.Integrity, "verified")
+	for _, step := range []string{"demo: step 1 of 3: inspect_inputs", "demo: step 2 of 3: analyze", "demo: step 3 of 3: verify_result",
+		"demo: done: run demo-001 verified", "go run ./cmd/tool-runner report --workspace W --output-dir runs/demo --run-id demo-001"} {
+		is.True(strings.Contains(errOut.String(), step)) // each step said, and what to read the run with
+	}
+	errOut.Reset()
 
 	out.Reset()
 	is.Equal(run(args, &out, &errOut), 1)
@@ -107,4 +115,26 @@ func TestDemoHelpPrintsItsOwnUsage(t *testing.T) {
 			is.True(!singleDash.MatchString(text)) // never Go's single-dash listing
 		})
 	}
+}
+
+// The demo says what it is doing on standard error before each step
+// starts, the first before go run has compiled anything: here a go that
+// never answers stands in for the compile, and the first step is already
+// said when it fails. Standard output holds response lines only.
+func TestDemoSaysEachStepBeforeItStarts(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in go is a shell script")
+	}
+	is := is.New(t)
+	bin := t.TempDir()
+	is.NoErr(os.WriteFile(filepath.Join(bin, "go"), []byte("#!/bin/sh\necho compiling >&2\nexit 1\n"), 0o755))
+	t.Setenv("PATH", bin)
+	var out, errOut bytes.Buffer
+	is.Equal(run([]string{"--workspace", ".", "--output-dir", "runs/demo", "--run-id", "demo-001"}, &out, &errOut), 1)
+	is.Equal(out.String(), "") // no response line: the stand-in answered none
+	lines := strings.Split(errOut.String(), "\n")
+	is.True(strings.HasPrefix(lines[0], "demo: step 1 of 3: inspect_inputs")) // said first
+	is.True(strings.Contains(lines[0], "go run builds the runner first"))     // with what takes the time
+	is.True(strings.Contains(errOut.String(), "compiling"))                   // before go ran
+	is.True(!strings.Contains(errOut.String(), "step 2"))                     // and no step it did not reach
 }

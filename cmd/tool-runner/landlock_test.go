@@ -281,10 +281,10 @@ var (
 	noNewPrivs    = regexp.MustCompile(`prctl\(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0\) = 0`)
 )
 
-// straced runs exe with args under strace -f -y and returns the Landlock
+// landlockTrace runs exe with args under strace -f -y and returns the Landlock
 // layers it enforced, in order; it fails the test unless every thread's
 // landlock_restrict_self succeeded and no_new_privs was set.
-func straced(t *testing.T, exe, dir, stdin string, args ...string) []straceLayer {
+func landlockTrace(t *testing.T, exe, dir, stdin string, args ...string) []straceLayer {
 	t.Helper()
 	trace := filepath.Join(t.TempDir(), "trace")
 	cmd := exec.Command("strace", append([]string{"-f", "-y", "-qq", "-s", "4096", "-o", trace,
@@ -428,7 +428,7 @@ func TestStraceShowsWhatEachCommandMayTouch(t *testing.T) {
 				}
 				args = slices.Insert(slices.Clone(tt.args), at, "--workspace", ws)
 			}
-			got := straced(t, exe, ws, tt.stdin(ws), args...)
+			got := landlockTrace(t, exe, ws, tt.stdin(ws), args...)
 			is.Equal(len(got), len(tt.layers)) // the layers enforced
 			for i, want := range tt.layers {
 				var wantRules []straceRule

@@ -51,20 +51,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	} else {
 		serverMemory()
 	}
+	if len(args) == 0 {
+		return stdio.Bare(stderr)
+	}
 	if code, ok := probe(args, stdin, stdout, wired); ok {
 		return code
 	}
-	if len(args) > 0 {
-		switch args[0] {
-		case "mcp":
-			return mcp.Serve(ctx, args[1:], stdin, stdout, stderr, wired, moduleVersion())
-		case "ledger":
-			return stdio.Ledger(args[1:], stdout, wired)
-		case "report":
-			return report.Run(ctx, args[1:], stdout, stderr, wired)
-		case "version":
-			return version(args[1:], stdout, stderr, eng, off)
-		}
+	switch args[0] {
+	case "mcp":
+		return mcp.Serve(ctx, args[1:], stdin, stdout, stderr, wired, moduleVersion())
+	case "ledger":
+		return stdio.Ledger(args[1:], stdout, wired)
+	case "report":
+		return report.Run(ctx, args[1:], stdout, stderr, wired, engine.Settings())
+	case "version":
+		return version(args[1:], stdout, stderr, eng, off)
 	}
 	return stdio.Run(ctx, args, stdin, stdout, wired)
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,6 +99,118 @@ func TestVersionShowsConfinementTurnedOff(t *testing.T) {
 	is.True(!c["filesystem"].(bool) && !c["network"].(bool) && !c["scoped"].(bool))
 }
 
+// cloneAt clones the repository at root into dir and checks out rev,
+// detached: a clean clone, as an operator or an auditor makes one.
+func cloneAt(t *testing.T, root, dir, rev string) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"clone", "--quiet", "--no-checkout", root, dir},
+		{"-C", dir, "checkout", "--quiet", "--detach", rev},
+	} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// headOf returns the commit the checkout at root has checked out, or skips
+// the test where there is none.
+func headOf(t *testing.T, root string) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed: this test clones the repository's HEAD")
+	}
+	rev, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout with a commit (git rev-parse HEAD: %v)", err)
+	}
+	return strings.TrimSpace(string(rev))
+}
+
+// longSuite is the switch of the tests that clone and build the
+// repository (minutes on a loaded machine): METRICPROOF_LONG=1.
+const longSuite = "METRICPROOF_LONG"
+
+// The auditor's recipe, docs/rebuild.sh, which README and docs/engine.md
+// show, run as an auditor runs it (issue 25): a clean clone of this
+// repository's HEAD built with README's command on a machine whose Go sets
+// GOFLAGS=-buildvcs=false (the flag on the command line wins) names its
+// revision and is rebuildable; a run it makes is rebuilt from its receipt
+// and verified by the recipe. An engine built without a revision says so
+// in its version line, and the recipe stops on its run's receipt with its
+// message, exit 2, building nothing.
+func TestTheAuditorsRecipeRebuildsAndVerifiesARun(t *testing.T) {
+	if testing.Short() || os.Getenv(longSuite) != "1" {
+		t.Skipf("clones and builds the repository three times: set %s=1", longSuite)
+	}
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh: the recipe is a POSIX shell script")
+	}
+	is := is.New(t)
+	root := testutil.Root(t)
+	rev := headOf(t, root)
+	src := filepath.Join(t.TempDir(), "operator", "metricproof")
+	cloneAt(t, root, src, rev)
+	trap := "GOFLAGS=-buildvcs=false" // what this machine's go env sets, set here for any machine
+	exe := filepath.Join(src, "bin", "tool-runner")
+	build := buildcmd.Command(src, exe, "./cmd/tool-runner")
+	build.Env = append(build.Env, trap)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", buildcmd.Line, err, out)
+	}
+	_, v := versionOf(t, exe)
+	is.Equal(v["vcs_revision"], rev)         // README's build names the checkout's revision
+	is.Equal(v["vcs_modified"], false)       // of a clean checkout
+	is.Equal(v["rebuildable"], true)         // and says it can be rebuilt
+	is.Equal(v["rebuild_blockers"], []any{}) // with nothing against it
+
+	ws := fixture(t)
+	run := func(exe, id string) string {
+		o := callWith(t, exe, ws, inspectRequest("i-"+id), "--workspace", ws)
+		is.Equal(o.exit, 0)
+		o = callWith(t, exe, ws, analyzeRequest(id, o.result()["source_digest"].(string)), "--workspace", ws, "--output-dir", "runs")
+		is.Equal(o.exit, 0)
+		return filepath.Join(ws, "runs", id, "receipt.json")
+	}
+	recipe := func(receipt string) (exit int, stdout, stderr string) {
+		var out, errOut bytes.Buffer
+		cmd := exec.Command("sh", filepath.Join(root, "docs", "rebuild.sh"), receipt, ws, "runs", root)
+		cmd.Env = append(os.Environ(), trap)
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
+	}
+
+	exit, stdout, stderr := recipe(run(exe, "audited-001"))
+	if exit != 0 {
+		t.Fatalf("the recipe exited %d\nstdout: %s\nstderr: %s", exit, stdout, stderr)
+	}
+	is.True(strings.Contains(stdout, `"run_id":"audited-001","integrity":"verified"`)) // verified by the rebuilt engine
+	is.True(strings.Contains(stderr, "the rebuilt engine is the run's"))               // after comparing the engines
+
+	// An engine built without its revision: its version line says so, and
+	// the recipe stops on its run's receipt with its message.
+	unstamped := filepath.Join(src, "bin", "unstamped")
+	build = exec.Command("go", append([]string{"build", "-buildvcs=false"}, buildcmd.Args(unstamped, "./cmd/tool-runner")[2:]...)...)
+	build.Dir, build.Env = src, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -buildvcs=false: %v\n%s", err, out)
+	}
+	_, v = versionOf(t, unstamped)
+	is.Equal(v["vcs_revision"], nil)
+	is.Equal(v["rebuildable"], false)
+	is.Equal(v["rebuild_blockers"], []any{"no_vcs_revision"})
+	exit, stdout, stderr = recipe(run(unstamped, "unstamped-001"))
+	is.Equal(exit, 2)
+	is.Equal(stdout, "")
+	is.True(strings.HasPrefix(stderr, "rebuild.sh: the receipt names no VCS revision")) // its message, first
+	is.True(!strings.Contains(stderr, "cloning"))                                       // and nothing tried
+}
+
 // Two clones of this commit at different paths, built with README's
 // command, give byte-identical runners (issue 18): one built with this
 // machine's build cache, the other with an empty one of its own, so
@@ -107,27 +220,14 @@ func TestTwoClonesBuildTheSameEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the runner twice, once with an empty build cache (about a minute or more)")
 	}
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed: this test clones the repository's HEAD twice")
-	}
 	is := is.New(t)
 	root := testutil.Root(t)
-	rev, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
-	if err != nil {
-		t.Skipf("not a git checkout with a commit (git rev-parse HEAD: %v)", err)
-	}
+	rev := headOf(t, root)
 	tmp := t.TempDir()
 	var runners []string
 	for i, dir := range []string{filepath.Join(tmp, "a"), filepath.Join(tmp, "elsewhere", "b-at-another-depth")} {
 		src := filepath.Join(dir, "metricproof")
-		for _, args := range [][]string{
-			{"clone", "--quiet", "--no-checkout", root, src},
-			{"-C", src, "checkout", "--quiet", "--detach", strings.TrimSpace(string(rev))},
-		} {
-			if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-				t.Fatalf("git %v: %v\n%s", args, err, out)
-			}
-		}
+		cloneAt(t, root, src, rev)
 		exe := filepath.Join(dir, "bin", "tool-runner")
 		cmd := buildcmd.Command(src, exe, "./cmd/tool-runner")
 		if i == 1 {
@@ -145,9 +245,10 @@ func TestTwoClonesBuildTheSameEngine(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Fatalf("the two clones built different runners (%d and %d bytes)", len(a), len(b))
 	}
-	lineA, _ := versionOf(t, runners[0])
+	lineA, v := versionOf(t, runners[0])
 	lineB, _ := versionOf(t, runners[1])
 	is.Equal(string(lineA), string(lineB)) // the same version line
+	is.Equal(v["vcs_revision"], rev)       // naming the clones' revision
 
 	ws := fixture(t)
 	o := callWith(t, runners[0], ws, inspectRequest("i1"), "--workspace", ws)

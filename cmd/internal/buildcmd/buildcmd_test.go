@@ -76,7 +76,7 @@ func wellBuilt(line string) bool {
 		i = strings.Index(line, "go install ")
 	}
 	return strings.HasSuffix(line[:i], "CGO_ENABLED=0 ") &&
-		strings.Contains(line[i:], ` -trimpath -ldflags="-s -w" `)
+		strings.Contains(line[i:], ` -buildvcs=true -trimpath -ldflags="-s -w" `)
 }
 
 func TestEveryPlaceBuildsTheRunnerWithTheOneCommand(t *testing.T) {
@@ -86,7 +86,7 @@ func TestEveryPlaceBuildsTheRunnerWithTheOneCommand(t *testing.T) {
 	}
 	docs, err := filepath.Glob(filepath.Join("..", "..", "..", "docs", "*.md"))
 	is.NoErr(err)
-	files := []string{"README.md", ".ci/run"}
+	files := []string{"README.md", ".ci/run", "docs/rebuild.sh"}
 	for _, d := range docs {
 		files = append(files, "docs/"+filepath.Base(d))
 	}
@@ -100,5 +100,6 @@ func TestEveryPlaceBuildsTheRunnerWithTheOneCommand(t *testing.T) {
 	// The check can fail.
 	is.True(!wellBuilt("CGO_ENABLED=0 go build -o bin/tool-runner ./cmd/tool-runner"))
 	is.True(!wellBuilt(`go build -trimpath -ldflags="-s -w" -o x .`))
+	is.True(!wellBuilt(`CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/tool-runner ./cmd/tool-runner`)) // no stamp under GOFLAGS=-buildvcs=false
 	is.True(wellBuilt(buildcmd.Line))
 }

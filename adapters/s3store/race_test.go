@@ -1,0 +1,167 @@
+package s3store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/adapters/s3store"
+	"github.com/metricproof/metricproof/app/ledger"
+	"github.com/metricproof/metricproof/ports"
+)
+
+// Two stores are two clients, as two servers behind a load balancer hold:
+// nothing in this process (no lock, no cache) is shared between them.
+
+func TestTwoStoresCommittingOneRunIDTwentyTimesCommitExactlyOnceEachTime(t *testing.T) {
+	serve(t, "race")
+	stores := []*s3store.Store{open(t, "s3://race/out"), open(t, "s3://race/out")}
+	names := []string{ports.ResultFile, ports.ReceiptFile, ports.ChecksumsFile}
+	wins := make([]int, len(stores))
+	for round := range 20 {
+		is := is.New(t)
+		runID := fmt.Sprintf("r%02d", round)
+		// Each writer checks and stages as analyze does; then both
+		// commit at once.
+		writers := make([]ports.EvidenceWriter, len(stores))
+		for i, store := range stores {
+			w, err := store.OpenWriter(".")
+			is.NoErr(err)
+			exists, err := w.Exists(runID)
+			is.NoErr(err)
+			is.True(!exists) // neither has committed yet
+			is.NoErr(w.Stage(runFiles(fmt.Sprint(i))))
+			writers[i] = w
+		}
+		errs := make([]error, len(stores))
+		var wg sync.WaitGroup
+		for i, w := range writers {
+			wg.Go(func() { errs[i] = w.Commit(runID) })
+		}
+		wg.Wait()
+		for _, w := range writers {
+			is.NoErr(w.Close())
+		}
+		winner := -1
+		for i, err := range errs {
+			if err == nil {
+				is.Equal(winner, -1) // two commits of one run ID
+				winner = i
+				continue
+			}
+			is.True(errors.Is(err, ports.ErrExists)) // the loser is told the run exists
+		}
+		is.True(winner >= 0) // one committed
+		wins[winner]++
+		for _, store := range stores {
+			run, err := store.ReadRun(".", runID, names, 1024)
+			is.NoErr(err)
+			is.True(run.Exists && run.Dir && !run.Extra)
+			for j, f := range run.Files {
+				is.NoErr(f.Err)
+				is.Equal(string(f.Data), string(runFiles(fmt.Sprint(winner))[j].Data)) // the winner's files, whole
+			}
+		}
+	}
+	for _, store := range stores {
+		is := is.New(t)
+		listed, err := store.ListRuns(".")
+		is.NoErr(err)
+		is.Equal(len(listed), 20) // each run once, and nothing else
+	}
+	t.Logf("commits won by each store: %v", wins)
+}
+
+// runFiles are a run's three files, their bytes tagged.
+func runFiles(tag string) []ports.File {
+	return []ports.File{
+		{Name: ports.ResultFile, Data: []byte(`{"result":"` + tag + "\"}\n")},
+		{Name: ports.ReceiptFile, Data: []byte(`{"receipt":"` + tag + "\"}\n")},
+		{Name: ports.ChecksumsFile, Data: []byte(`{"checksums":"` + tag + "\"}\n")},
+	}
+}
+
+func TestAppendersOnTwoStoresMakeOneChainThatVerifiesWithEveryRecordOnce(t *testing.T) {
+	is := is.New(t)
+	serve(t, "chain")
+	stores := []*s3store.Store{open(t, "s3://chain/audit"), open(t, "s3://chain/audit")}
+	rules := ledger.Rules{Transports: []string{"stdio", "mcp"}}
+	const perStore, each = 6, 5
+	var builds atomic.Int64
+	var mu sync.Mutex
+	landed := map[string]int{}
+	var wg sync.WaitGroup
+	for s, store := range stores {
+		for g := range perStore {
+			wg.Go(func() {
+				for i := range each {
+					id := fmt.Sprintf("c-%d-%d-%d", s, g, i)
+					held, err := store.Lock(context.Background(), "ledger", 30*time.Second)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					err = held.Append(func(last []byte) ([]byte, error) {
+						builds.Add(1)
+						rec := record(id)
+						if err := rules.Link(&rec, last); err != nil {
+							return nil, err
+						}
+						return ledger.Encode(rec)
+					})
+					held.Release()
+					if err != nil {
+						t.Errorf("append %s: %v", id, err)
+						continue
+					}
+					mu.Lock()
+					landed[id]++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+
+	chain := rules.Chain()
+	seen := map[string]int{}
+	reader := open(t, "s3://chain/audit")
+	is.NoErr(reader.ScanLedger(context.Background(), "ledger", func(line []byte) error {
+		r, err := chain.Add(line)
+		if err == nil {
+			seen[*r.RequestID]++
+		}
+		return err
+	}))
+	is.Equal(chain.Records, int64(len(stores)*perStore*each)) // every append, and nothing else
+	is.Equal(seen, landed)                                    // each appended record exactly once
+	last, err := reader.LastLine(context.Background(), "ledger")
+	is.NoErr(err)
+	r, err := rules.Parse(last)
+	is.NoErr(err)
+	is.Equal(r.Seq, chain.Records) // the last line is the head
+	t.Logf("%d records from %d appenders on 2 stores; the record was built %d times (a loser of a race builds it again)", chain.Records, 2*perStore, builds.Load())
+}
+
+// record is a well-formed record of a successful inspect_inputs with the
+// request ID id, not yet linked.
+func record(id string) ledger.Record {
+	tool, digest := "inspect_inputs", strings.Repeat("ab", 32)
+	return ledger.Record{
+		Time:           time.Now().UTC().Format(time.RFC3339Nano),
+		Transport:      "mcp",
+		RequestID:      &id,
+		Tool:           &tool,
+		InputSHA256:    &digest,
+		Status:         "success",
+		ResponseSHA256: digest,
+		EngineSHA256:   digest,
+	}
+}
