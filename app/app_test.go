@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,9 +15,9 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/metricproof/metricproof/adapters/keyfile"
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -27,14 +26,14 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 
 func TestEveryCodeHasItsStatusExitAndRetryability(t *testing.T) {
 	is := is.New(t)
-	codes := app.Codes()
+	codes := protocol.Codes()
 	is.Equal(len(codes), 28) // the closed set: the 26 it began with, SIGNATURE_INVALID and LEDGER_TAMPERED
-	seen := map[app.Code]bool{}
+	seen := map[protocol.Code]bool{}
 	for _, c := range codes {
 		is.True(!seen[c]) // no code twice
 		seen[c] = true
 		is.True(regexp.MustCompile(`^[A-Z_]+$`).MatchString(string(c)))
-		is.Equal(c.Retryable(), c == app.OutputBusy) // only OUTPUT_BUSY is retryable
+		is.Equal(protocol.Errorf(c, "x").Retryable, c == protocol.OutputBusy) // only OUTPUT_BUSY is retryable
 	}
 }
 
@@ -259,60 +258,6 @@ func TestWriteBoundary(t *testing.T) {
 			is.Equal(r.code(), tt.code)
 			if tt.code != "" {
 				is.True(!strings.Contains(r.Raw, wsRoot)) // no absolute path
-			}
-		})
-	}
-}
-
-// The composition root's Confine hook (the kernel's confinement, protocol
-// §16) runs once Open has checked every option and before the request is
-// read: an option, key or ledger fault is answered before it; a refused
-// confinement is IO_OR_NUMERIC_ERROR with request_id null, before the
-// request is read, with nothing written and nothing recorded.
-func TestConfinementComesAfterTheOptionsAndBeforeTheRequest(t *testing.T) {
-	tests := []struct {
-		name     string
-		args     []string
-		refused  error
-		confines bool
-		code     string
-	}{
-		{"confined, then the call is answered and recorded", []string{"--ledger", "ledger.jsonl"}, nil, true, ""},
-		{"an option fault is answered first", []string{"--nope"}, nil, false, "INVALID_OPTIONS"},
-		{"so is a key fault", []string{"--signing-key", "/no/such/key.pem"}, nil, false, "INVALID_OPTIONS"},
-		{"and a ledger's place", []string{"--ledger", "data/ledger.jsonl"}, nil, false, "PATH_BOUNDARY"},
-		{"a refused confinement runs nothing", []string{"--ledger", "ledger.jsonl"}, errors.New("landlock_restrict_self: E2BIG"), true, "IO_OR_NUMERIC_ERROR"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			is := is.New(t)
-			m := newMem(t, testutil.Fixture(t))
-			confined, read := false, false
-			wire := func(o app.Options) (app.Ports, io.Closer, error) {
-				p, closer, err := m.wire(o)
-				p.Keys = keyfile.Reader{}
-				p.Confine = func() error {
-					is.True(!confined) // once
-					confined = true
-					return tt.refused
-				}
-				return p, closer, err
-			}
-			request := strings.NewReader(inspect("i1"))
-			stdin := readerFunc(func(b []byte) (int, error) {
-				read = true
-				is.True(confined) // the request is read confined
-				return request.Read(b)
-			})
-			var out bytes.Buffer
-			exit := stdio.Run(context.Background(), append([]string{"--workspace", wsRoot}, tt.args...), stdin, &out, wire)
-			r := decode(t, out.Bytes(), exit)
-			is.Equal(confined, tt.confines)
-			is.Equal(r.code(), tt.code)
-			is.Equal(read, tt.code == "")                     // only a confined call reads its request
-			is.Equal(m.exists("ledger.jsonl"), tt.code == "") // a refusal is not recorded
-			if tt.code != "" {
-				is.Equal(r.Body.RequestID, nil)
 			}
 		})
 	}

@@ -33,8 +33,9 @@
 // An output directory that does not exist yet cannot carry a rule, and a
 // right on its nearest existing ancestor reaches that ancestor's whole
 // tree. So the ancestor holds the grant only until analyze has created the
-// output directory: [Confinement.Evidence] then adds a second, narrower
-// layer (layers intersect) in which the output directory replaces it.
+// output directory: [Confinement.Narrow], which the evidence store calls
+// once it has created it, then adds a second, narrower layer (layers
+// intersect) in which the output directory replaces the ancestor.
 //
 // Every path is opened below the workspace without following a symlink
 // (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) once the resolver has
@@ -85,11 +86,16 @@ type Need struct {
 	// Ledger and LedgerUse: the call ledger and its use.
 	Ledger    string
 	LedgerUse Use
-	// Bind lists the TCP ports the command may bind (an HTTP server's
-	// own). Connect lists those it may connect to (a store's endpoint, an
-	// identity provider's); naming any also allows looking names up
-	// (reading the resolver's files, DNS on port 53) and loads the
-	// system's TLS roots before confining.
+	// Bind and Connect are the TCP ports the command may bind and connect
+	// to, on any address; with none, the kernel (ABI 4 and later) refuses
+	// every TCP bind and connect. A transport or store that needs the
+	// network adds its own here: an HTTP server its listening port (0
+	// when it asks the kernel for a free one), a client its server's port
+	// (an object store's endpoint, a token issuer's). Naming any port to
+	// connect to also allows looking names up (the resolver's files, DNS
+	// on port 53) and loads the system's TLS roots before confining, since
+	// their files get no rule. A kernel below ABI 4 restricts no TCP;
+	// one from ABI 10 restricts UDP too (DNS's alone allowed).
 	Bind    []uint16
 	Connect []uint16
 	// Off leaves the process unconfined: the operator's choice for
@@ -136,8 +142,7 @@ func plainTCP() bool {
 
 // Confinement is one process's confinement, made by [New] from a
 // command's need, applied by [Confinement.Apply] once, and narrowed by
-// the store [Confinement.Evidence] returns once its output directory
-// exists.
+// [Confinement.Narrow] once its output directory exists.
 type Confinement struct {
 	need  Need
 	paths ports.PathResolver
@@ -179,9 +184,12 @@ func (c *Confinement) Apply() (ports.Confinement, error) {
 	return c.status, nil
 }
 
-// narrow adds the narrower layer once the output directory exists: its own
-// grant replaces its ancestor's.
-func (c *Confinement) narrow() error {
+// Narrow adds the narrower layer once a missing output directory exists:
+// its own grant replaces its ancestor's (layers intersect). The evidence
+// store calls it once its OpenWriter has created the output directory, and
+// before anything is written below it; it does nothing when there is no
+// such grant pending, or when the directory was not created after all.
+func (c *Confinement) Narrow() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.pending {
@@ -196,32 +204,4 @@ func (c *Confinement) narrow() error {
 	}
 	c.pending = false
 	return nil
-}
-
-// Evidence returns store, narrowed: once its OpenWriter has created the
-// output directory, the confinement moves that directory's grant from its
-// ancestor onto it.
-func (c *Confinement) Evidence(store ports.EvidenceStore) ports.EvidenceStore {
-	return narrowing{EvidenceStore: store, c: c}
-}
-
-// narrowing is an EvidenceStore whose OpenWriter narrows the confinement.
-type narrowing struct {
-	ports.EvidenceStore
-	c *Confinement
-}
-
-var _ ports.EvidenceStore = narrowing{}
-
-// OpenWriter implements ports.EvidenceStore: the store's, then the
-// narrower layer, before anything is written below the output directory.
-func (n narrowing) OpenWriter(dir string) (ports.EvidenceWriter, error) {
-	w, err := n.EvidenceStore.OpenWriter(dir)
-	if nerr := n.c.narrow(); nerr != nil {
-		if w != nil {
-			_ = w.Close()
-		}
-		return nil, nerr
-	}
-	return w, err
 }

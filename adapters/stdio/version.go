@@ -7,6 +7,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/internal/rebuild"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -20,7 +21,9 @@ vcs_modified); settings, every build setting Go recorded; and rebuildable,
 whether README's build command from a clean checkout of vcs_revision could
 have made it, with rebuild_blockers naming why not (no_vcs_revision,
 vcs_modified, no_trimpath, cgo_enabled, other_build_flags, no_build_info;
-docs/engine.md says what each means and what to do). It takes no other
+docs/engine.md says what each means and what to do); and confinement,
+what the kernel confines every command to on this machine (landlock_abi,
+filesystem, network, scoped; docs/protocol.md §16). It takes no other
 argument.
 
 Exit status: 0 printed, 2 an argument or the line could not be printed
@@ -69,17 +72,17 @@ func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings
 	}
 	if len(args) > 0 {
 		// The position on the whole command line, never the text.
-		fmt.Fprintf(stderr, "%s: argument 2 is not allowed: tool-runner version takes no arguments\n", app.InvalidOptions)
+		fmt.Fprintf(stderr, "%s: argument 2 is not allowed: tool-runner version takes no arguments\n", protocol.InvalidOptions)
 		return 2
 	}
 	c, err := confine()
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: the program could not confine itself to its own executable, so nothing was printed: retry\n", app.IOOrNumericError)
+		fmt.Fprintf(stderr, "%s: the program could not confine itself to its own executable, so nothing was printed: retry\n", protocol.IOOrNumericError)
 		return 2
 	}
 	id, err := eng.Identity()
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: the running engine could not be hashed; nothing was printed\n", app.IOOrNumericError)
+		fmt.Fprintf(stderr, "%s: the running engine could not be hashed; nothing was printed\n", protocol.IOOrNumericError)
 		return 2
 	}
 	if settings == nil {
@@ -89,11 +92,11 @@ func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings
 	line, err := json.Marshal(VersionLine{EngineSHA256: id.SHA256, Build: app.BuildOf(id), Settings: settings,
 		Rebuildable: len(blockers) == 0, RebuildBlockers: blockers, Confinement: confinement(c)})
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: the version line could not be encoded\n", app.InternalError)
+		fmt.Fprintf(stderr, "%s: the version line could not be encoded\n", protocol.InternalError)
 		return 2
 	}
 	if err := Write(stdout, append(line, '\n')); err != nil {
-		fmt.Fprintf(stderr, "%s: the version line could not be written to standard output; check where it goes\n", app.IOOrNumericError)
+		fmt.Fprintf(stderr, "%s: the version line could not be written to standard output; check where it goes\n", protocol.IOOrNumericError)
 		return 2
 	}
 	return 0

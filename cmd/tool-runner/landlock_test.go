@@ -20,8 +20,8 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/metricproof/metricproof/adapters/landlock"
-	"github.com/metricproof/metricproof/cmd/internal/buildcmd"
 	"github.com/metricproof/metricproof/internal/testutil"
+	"github.com/metricproof/metricproof/internal/tools/buildcmd"
 )
 
 // probeWord is the first argument of the test-only probe
@@ -32,6 +32,16 @@ const (
 	probeWord   = "landlock-probe"
 	probeMarker = "listen_go_default"
 )
+
+// long skips a test that builds the runner (each build takes seconds,
+// tens of them on a loaded machine) unless the long suite is asked for:
+// METRICPROOF_LONG=1, which .ci/run sets for these tests.
+func long(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() || os.Getenv(longSuite) != "1" {
+		t.Skipf("%s: set %s=1", what, longSuite)
+	}
+}
 
 // buildRunner builds tool-runner with README's command into a fresh
 // directory, with the build tags given (none for the shipped runner).
@@ -119,6 +129,7 @@ func runProbe(t *testing.T, probe string, env ...string) probed {
 // reported, not asserted: Landlock's TCP rules do not cover it
 // (docs/guarantees.md).
 func TestTheKernelRefusesWhatTheRulesDoNotAllow(t *testing.T) {
+	long(t, "builds the test-only probe")
 	k := landlock.Kernel(false)
 	if k.LandlockABI == 0 {
 		t.Skip("this kernel has no Landlock (ABI 0): the command runs unconfined, as protocol §16 allows")
@@ -217,6 +228,7 @@ func TestTheKernelRefusesWhatTheRulesDoNotAllow(t *testing.T) {
 // of it and answers its command as a stray argument, while the tagged
 // build holds it (so the check can fail).
 func TestTheShippedRunnerHasNoProbe(t *testing.T) {
+	long(t, "builds the runner twice")
 	is := is.New(t)
 	shipped := buildRunner(t)
 	tagged := buildRunner(t, "landlockprobe")
@@ -349,6 +361,7 @@ func landlockTrace(t *testing.T, exe, dir, stdin string, args ...string) []strac
 // §16), and an analyze into a new output directory adds a second, narrower
 // layer once it has made it.
 func TestStraceShowsWhatEachCommandMayTouch(t *testing.T) {
+	long(t, "builds the runner and traces each command")
 	if _, err := exec.LookPath("strace"); err != nil {
 		t.Skip("strace is not installed: an outside observer's view needs it")
 	}

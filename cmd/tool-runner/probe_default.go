@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"io"
 
 	"github.com/metricproof/metricproof/app"
@@ -11,4 +12,6 @@ import (
 // probe is the test-only command of a build tagged landlockprobe
 // (probe_landlockprobe.go); the shipped runner has none, and
 // "landlock-probe" is a stray argument to it like any other.
-func probe([]string, io.Reader, io.Writer, app.Wire) (int, bool) { return 0, false }
+func probe(context.Context, []string, io.Reader, io.Writer, confiner, app.Wire) (int, bool) {
+	return 0, false
+}

@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/adapters/landlock"
+	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/internal/wire"
 	"github.com/metricproof/metricproof/ports"
@@ -47,36 +47,42 @@ type probeReport struct {
 	Attempts    map[string]string `json:"attempts"`
 }
 
-// probe is "tool-runner landlock-probe [one-shot options]": it checks the
-// options and opens the service exactly as a one-shot call does (which
-// confines the process), then, instead of a request, reads probeTargets
-// on standard input and tries to reach each, printing a probeReport.
-// Exit 0 once it has reported, 2 when the options or the opening failed.
-func probe(args []string, stdin io.Reader, stdout io.Writer, wired app.Wire) (int, bool) {
+// probe is "tool-runner landlock-probe [one-shot options]": it opens and
+// confines itself exactly as a one-shot call does (stdio.Open, then
+// runOpened with f), then, instead of a request, reads probeTargets on
+// standard input and tries to reach each, printing a probeReport. A fault
+// of the opening or the confinement is answered as the one-shot call
+// answers it.
+func probe(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, f confiner, disk app.Wire) (int, bool) {
 	if len(args) == 0 || args[0] != probeCommand {
 		return 0, false
 	}
-	o, _, e := cli.Parse(app.OneShot, args[1:])
-	if e == nil {
-		var s *app.Service
-		s, e = app.Open(o, wired)
-		if e == nil {
-			defer s.Close()
-		}
+	c, exit := stdio.Open(ctx, args[1:], stdout, f.Wire(disk))
+	if c == nil {
+		return exit, true
 	}
-	if e != nil {
-		fmt.Fprintf(stdout, "%s: %s\n", e.Code, e.Message)
-		return 2, true
-	}
+	return runOpened(ctx, &probing{OneShot: c, stdout: stdout}, 0, stdin, f), true
+}
+
+// probing is the probe's command: a one-shot call opened, whose run tries
+// the targets instead of answering a request.
+type probing struct {
+	*stdio.OneShot
+	stdout io.Writer
+}
+
+// Run reads the targets and reports each attempt: exit 0 once it has
+// reported, 2 when the targets could not be read.
+func (p *probing) Run(_ context.Context, stdin io.Reader) int {
 	var targets probeTargets
 	if err := json.NewDecoder(stdin).Decode(&targets); err != nil {
-		fmt.Fprintf(stdout, "the targets could not be read: %v\n", err)
-		return 2, true
+		fmt.Fprintf(p.stdout, "the targets could not be read: %v\n", err)
+		return 2
 	}
-	r := probeReport{Confinement: landlock.Kernel(os.Getenv(wire.OffVariable) == "off"), Attempts: attempts(o, targets)}
+	r := probeReport{Confinement: landlock.Kernel(os.Getenv(wire.OffVariable) == "off"), Attempts: attempts(p.Options(), targets)}
 	line, _ := json.Marshal(r)
-	fmt.Fprintf(stdout, "%s\n", line)
-	return 0, true
+	fmt.Fprintf(p.stdout, "%s\n", line)
+	return 0
 }
 
 // attempts tries every access, outside the rules and (as controls) inside
