@@ -20,7 +20,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -795,8 +797,9 @@ func TestTenCallsOfMixedOutcomesMakeTenChainedRecords(t *testing.T) {
 // cancels the call at once, as a signal before the request does: CANCELLED
 // (exit 3), nothing run, nothing written, not recorded (the ledger could
 // not be read), rather than IO_OR_NUMERIC_ERROR after the whole 10 s wait.
-// The signal may come before the wait begins or during it; either way the
-// answer is the same.
+// The signal is sent once the runner waits in the kernel for the lock, as
+// /proc/locks shows: sent earlier, it could land before the runner catches
+// signals at all, and end it as SIGINT's default does.
 func TestASignalDuringTheLedgerPreCheckCancelsIt(t *testing.T) {
 	is := is.New(t)
 	ws := fixture(t)
@@ -808,12 +811,43 @@ func TestASignalDuringTheLedgerPreCheckCancelsIt(t *testing.T) {
 	is.NoErr(unix.Flock(int(holder.Fd()), unix.LOCK_EX)) // another process's append, as the runner sees it
 	before := snapshotTree(t, ws)
 	p := startRunner(t, ws, "--workspace", ws, "--ledger", "ledger.jsonl")
-	time.Sleep(200 * time.Millisecond) // let it reach the wait, most likely; not needed for the answer
+	waitsForFlock(t, p.cmd.Process.Pid, ledger)
 	is.NoErr(p.cmd.Process.Signal(os.Interrupt))
 	o := p.finish(t)
 	is.Equal(o.exit, 3)
 	is.Equal(o.code(), "CANCELLED")
 	is.Equal(snapshotTree(t, ws), before) // nothing written, no record
+}
+
+// waitsForFlock returns once process pid waits in the kernel for a flock
+// of path, as /proc/locks lists it ("->"): an event to wait for, not a
+// time; the bound only stops a hang. It skips the test where there is no
+// /proc/locks, and fails it if the process ends first.
+func waitsForFlock(t *testing.T, pid int, path string) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := ":" + strconv.FormatUint(fi.Sys().(*syscall.Stat_t).Ino, 10)
+	want := strconv.Itoa(pid)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		data, err := os.ReadFile("/proc/locks")
+		if err != nil {
+			t.Skip("no /proc/locks here: the wait cannot be seen")
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			// "1: -> FLOCK  ADVISORY  READ  PID MAJ:MIN:INODE 0 EOF"
+			f := strings.Fields(line)
+			if len(f) > 6 && f[1] == "->" && f[2] == "FLOCK" && f[5] == want && strings.HasSuffix(f[6], ino) {
+				return
+			}
+		}
+		if state := processState(pid); state == "" || state == "Z" {
+			t.Fatalf("process %d ended before it waited for the lock", pid)
+		}
+	}
+	t.Fatalf("process %d never waited for the lock", pid)
 }
 
 // A ledger under a run file's name directly in the output directory is
