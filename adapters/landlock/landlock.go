@@ -25,6 +25,9 @@
 //     to create it would be a right over its whole directory;
 //   - the running executable: read (the engine hashes its own bytes).
 //
+// A location in an object store (an s3:// output directory or ledger) is
+// granted nothing here: the store is reached through Need.Connect.
+//
 // Nothing else: no other file of the workspace, nothing outside it, no
 // executing, no symlinks, devices, FIFOs or sockets made. The cancel file
 // is only looked for (lstat, which Landlock does not restrict), and the

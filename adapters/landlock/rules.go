@@ -1,6 +1,7 @@
 package landlock
 
 import (
+	"errors"
 	"path"
 	"slices"
 	"strings"
@@ -89,15 +90,24 @@ type resolution struct {
 	err error
 }
 
-// resolve is the resolver's answer for p, asked once per derivation.
+// resolve is the resolver's answer for p, asked once per derivation. A
+// location in an object store is no path of the workspace: it gets no
+// rule (its network is the need's Connect ports), and must never pass
+// for a missing directory whose nearest existing ancestor is granted.
 func (d *deriving) resolve(p string) (ports.Location, error) {
 	r, ok := d.resolved[p]
 	if !ok {
 		r.loc, r.err = d.paths.Resolve(p)
+		if r.err == nil && r.loc.Store {
+			r.err = errStore
+		}
 		d.resolved[p] = r
 	}
 	return r.loc, r.err
 }
+
+// errStore is a location in an object store, to the derivation.
+var errStore = errors.New("a location in an object store")
 
 func (d *deriving) derive(need Need) {
 	d.add(".", list)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/osfs"
 	"github.com/metricproof/metricproof/internal/testutil"
+	"github.com/metricproof/metricproof/ports"
 )
 
 // The rules a command gets, derived from its options over a real
@@ -162,6 +163,39 @@ func TestACommandWithoutAWorkspaceIsGrantedNoPath(t *testing.T) {
 	p := derive(Need{}, nil)
 	is.Equal(len(p.grants), 0)
 	is.True(!p.pending)
+}
+
+// A location in an object store (an s3:// output directory or ledger) is
+// no path of the workspace: it gets no rule, and above all no grant on the
+// workspace as the "nearest existing ancestor" of a path that is not
+// there. The rest of the need is granted as without it.
+func TestAStoreLocationGetsNoRule(t *testing.T) {
+	is := is.New(t)
+	ws := testutil.CopyFixture(t, t.TempDir())
+	w, err := osfs.Open(ws)
+	is.NoErr(err)
+	defer w.Close()
+	stores := storeResolver{PathResolver: w, urls: []string{"s3://bucket/runs", "s3://bucket/calls.jsonl"}}
+	for _, use := range []Use{Read, Write} {
+		p := derive(Need{Sources: true, OutputDir: "s3://bucket/runs", Output: use, Ledger: "s3://bucket/calls.jsonl", LedgerUse: use}, stores)
+		is.Equal(p.grants, []grant{{".", list}, {"contracts", readFile}, {"data", readFile}})
+		is.True(!p.pending)
+		is.Equal(p.createLedger, "")
+	}
+}
+
+// storeResolver resolves urls as a store's resolver does (Store set, Rel
+// the URL), and every other path as the workspace does.
+type storeResolver struct {
+	ports.PathResolver
+	urls []string
+}
+
+func (r storeResolver) Resolve(p string) (ports.Location, error) {
+	if slices.Contains(r.urls, p) {
+		return ports.Location{Rel: p, Store: true}, nil
+	}
+	return r.PathResolver.Resolve(p)
 }
 
 // all lays out each of lays in turn.
