@@ -148,6 +148,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: fetchTimeout}
 	}
+	cfg.Client = noDowngrade(cfg.Client, cfg.AllowHTTP)
 	v := &Verifier{cfg: cfg}
 	if cfg.JWKSFile != "" {
 		set, err := readKeyFile(cfg.JWKSFile)
