@@ -160,7 +160,15 @@ func (w *writer) Stage(files []ports.File) error {
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	// The first failure, alone: the others are most often the same one,
+	// and a joined error's text runs over several lines.
+	if i := slices.IndexFunc(errs, func(err error) bool { return err != nil }); i >= 0 {
+		err := errs[i]
+		if errors.Is(err, ports.ErrExists) {
+			// A key unique to this attempt cannot be taken: the store
+			// answered as no store may, and the run ID is not in question.
+			return errors.New("the store refused to create a file of this attempt as if it existed (its key is new): it does not keep conditional writes as S3 does")
+		}
 		return err
 	}
 	w.attempt, w.files = attempt, staged

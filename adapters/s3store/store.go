@@ -384,13 +384,24 @@ func status(err error) int {
 }
 
 // code is the store's error code ("NoSuchKey", "AccessDenied", …), "" when
-// it gave none.
+// it gave none, or gave text that is no code: a code is shown in messages,
+// and a store (or what answers in its place) may put anything there, the
+// endpoint, a key or a line break included.
 func code(err error) string {
 	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
+	if !errors.As(err, &ae) {
+		return ""
 	}
-	return ""
+	c := ae.ErrorCode()
+	if len(c) > 64 {
+		return ""
+	}
+	for i := 0; i < len(c); i++ {
+		if b := c[i]; !(b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '.') {
+			return ""
+		}
+	}
+	return c
 }
 
 // notSent reports a failure that happened before any byte of the request
@@ -424,12 +435,23 @@ func classify(err error) error {
 		return ports.ErrNoReplaceUnsupported // no conditional writes: no write is safe
 	case st >= 500, st == 429, c == "SlowDown", c == "RequestTimeout":
 		return unavailable(err)
+	case c == "" && broken(err):
+		// A status came, and the error document after it did not: the
+		// answer is unread, not a refusal of the store's.
+		return unavailable(err)
 	case st != 0:
 		return fmt.Errorf("the store refused the request (%s)", codeOr(c, st))
 	case errors.Is(err, context.Canceled):
 		return context.Canceled
 	}
 	return unavailable(err)
+}
+
+// broken reports a failure of the connection or of the time allowed,
+// rather than an answer.
+func broken(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &netErr)
 }
 
 func codeOr(c string, st int) string {
@@ -446,10 +468,10 @@ func unavailable(err error) error {
 	switch {
 	case err == nil:
 		return ports.ErrUnavailable
-	case status(err) != 0:
-		why = codeOr(code(err), status(err))
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		why = "no answer in time"
+	case status(err) != 0:
+		why = codeOr(code(err), status(err))
 	case notSent(err):
 		why = "no connection"
 	default:
