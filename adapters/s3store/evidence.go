@@ -171,6 +171,13 @@ func (w *writer) Stage(files []ports.File) error {
 		}
 		return err
 	}
+	// Before anything can commit: a store that overwrites is no store for
+	// evidence.
+	if len(files) > 0 {
+		if err := w.s.keepsCondition(context.Background(), w.dir+AttemptPrefix+attempt+"/"+files[0].Name, files[0].Data); err != nil {
+			return err
+		}
+	}
 	w.attempt, w.files = attempt, staged
 	return nil
 }

@@ -41,6 +41,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -77,6 +78,10 @@ type Store struct {
 	// included); a write whose request ran out is read back before it is
 	// called failed.
 	timeout time.Duration
+
+	// kept: the store was seen to refuse a create of a key that exists,
+	// so it keeps If-None-Match (see keepsCondition).
+	kept atomic.Bool
 
 	mu    sync.Mutex
 	heads map[string]uint64          // the highest seq seen of each ledger, by its key prefix
@@ -342,6 +347,30 @@ func (s *Store) put(ctx context.Context, key string, data []byte) error {
 		ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
 	}, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
 	return err
+}
+
+// keepsCondition asks the store, once, whether it keeps If-None-Match, by
+// creating key, which holds data and was made by this Store, once more:
+// a store that keeps the condition refuses (412), and one that does not
+// overwrites it with the same bytes, and then no write is safe
+// (ports.ErrNoReplaceUnsupported). S3-compatible servers took the header
+// and ignored it before AWS brought conditional writes, and some still do:
+// on one of them two servers committing one run ID were each told they
+// had, the second's commit over the first's, and two appenders of one seq
+// each had a record that only one kept.
+func (s *Store) keepsCondition(ctx context.Context, key string, data []byte) error {
+	if s.kept.Load() {
+		return nil
+	}
+	err := s.put(ctx, key, data)
+	switch {
+	case status(err) == 412:
+		s.kept.Store(true)
+		return nil
+	case err == nil:
+		return fmt.Errorf("%w: the store overwrote an object that a write with If-None-Match: * must leave alone; it cannot keep evidence that is never replaced", ports.ErrNoReplaceUnsupported)
+	}
+	return classify(err)
 }
 
 // ours tells, after a refusal because key exists that followed a try
