@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -258,8 +259,8 @@ func (s *Store) ReadRun(dir, runID string, names []string, limitBytes int64) (po
 }
 
 // ListRuns implements ports.EvidenceStore: the objects directly in dir
-// that are commits listing a result file, each with that file's size from
-// its commit. Every commit is read (at most listConcurrency at once) the
+// whose names a run ID can take and that are commits listing a result
+// file, each with that file's size from its commit. Every commit is read (at most listConcurrency at once) the
 // first time this Store lists it, and remembered: a commit never changes.
 func (s *Store) ListRuns(dir string) ([]ports.ListedRun, error) {
 	key, err := s.dirKey(dir)
@@ -269,7 +270,10 @@ func (s *Store) ListRuns(dir string) ([]ports.ListedRun, error) {
 	ctx := context.Background()
 	var names []string
 	err = s.list(ctx, key, "", 1000, func(name string, size int64) bool {
-		if size <= maxCommitBytes {
+		// Only a name a run ID can take may be a run: the others (a
+		// ledger's records kept here, notes) are never read, else each
+		// listing would read them all again.
+		if size <= maxCommitBytes && domain.ValidID(name) {
 			names = append(names, name)
 		}
 		return true

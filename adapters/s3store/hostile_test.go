@@ -270,3 +270,36 @@ func TestEachAnswerOfTheStoreIsWhatThePortSays(t *testing.T) {
 		}
 	}
 }
+
+// An output directory full of objects that are no run (a ledger kept in
+// it, notes, a copy from a disk) costs one listing, not one read each:
+// only a name a run ID can take is read as a commit. Each listing used
+// to read every object of up to 64 KiB there, every time, since only
+// commits are remembered.
+func TestListingRunsReadsOnlyWhatCouldBeARun(t *testing.T) {
+	is := is.New(t)
+	srv := serve(t, "clutter")
+	seed := open(t, "s3://clutter/p")
+	commitRun(t, seed, "runs", "r1")
+	for i := range 120 {
+		if err := appendLine(seed, "runs", fmt.Sprintf("record %d\n", i)); err != nil { // a ledger in the output directory
+			t.Fatal(err)
+		}
+	}
+	put(t, srv, "clutter", "p/runs/notes.txt", "hello")
+	put(t, srv, "clutter", "p/runs/.hidden", "x")
+	var gets atomic.Int64
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.Proxy(t, func(r *http.Request) s3test.Fault {
+		if r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "" {
+			gets.Add(1)
+		}
+		return s3test.Pass
+	}))
+	store := open(t, "s3://clutter/p")
+	for range 2 {
+		listed, err := store.ListRuns("runs")
+		is.NoErr(err)
+		is.Equal(listed, []ports.ListedRun{{Name: "r1", ResultBytes: int64(len(runFiles("r1")[0].Data))}})
+	}
+	is.Equal(gets.Load(), int64(1)) // the one commit, once
+}
