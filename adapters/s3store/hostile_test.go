@@ -303,3 +303,67 @@ func TestListingRunsReadsOnlyWhatCouldBeARun(t *testing.T) {
 	}
 	is.Equal(gets.Load(), int64(1)) // the one commit, once
 }
+
+// On a bucket with Object Lock (so versioned), a plain PUT by someone
+// else over a committed run makes new current versions and leaves the
+// program's locked versions in place. The store reads current versions
+// (protocol §15.2: a file changed since its commit is read as it now is),
+// so a rewritten commit that names a forged attempt is read as the run:
+// verify's checksums, and for a consistent forgery only a signature,
+// judge it, as on disk. The program's own versions stay for an auditor.
+// (A commit that pinned version IDs would have verify vouch for bytes
+// that a plain download of the run no longer returns; see the report of
+// the adversarial pass.)
+func TestAPlainPutOverALockedRunIsReadAsItNowIsAndTheOriginalStays(t *testing.T) {
+	is := is.New(t)
+	srv := s3test.Start(t, s3test.Options{})
+	srv.Bucket(t, "locked", 1)
+	srv.RootEnv(t)
+	store := open(t, "s3://locked/p")
+	commitRun(t, store, ".", "r1")
+	const forged = "fedcba9876543210fedcba98"
+	for _, f := range runFiles("forged") {
+		put(t, srv, "locked", "p/"+s3store.AttemptPrefix+forged+"/"+f.Name, string(f.Data))
+	}
+	put(t, srv, "locked", "p/r1", commitObject("r1", forged, runNames...))
+	run, err := open(t, "s3://locked/p").ReadRun(".", "r1", runNames, 1024)
+	is.NoErr(err)
+	is.True(run.Exists && run.Dir)
+	is.Equal(string(run.Files[0].Data), string(runFiles("forged")[0].Data)) // the current version, as it now is
+	bucket, key := "locked", "p/r1"
+	versions, err := srv.Client().ListObjectVersions(context.Background(), &s3.ListObjectVersionsInput{Bucket: &bucket, Prefix: &key})
+	is.NoErr(err)
+	is.Equal(len(versions.Versions), 2) // the program's commit is still there, under the forgery
+}
+
+// A prefix that is the start of another names another store: s3://b/runs
+// and s3://b/runs2 share no run and no record, and no rel given to a
+// store leaves its prefix.
+func TestAPrefixThatStartsAnotherSharesNothingWithIt(t *testing.T) {
+	is := is.New(t)
+	serve(t, "prefixes")
+	runs, runs2 := open(t, "s3://prefixes/runs"), open(t, "s3://prefixes/runs2")
+	commitRun(t, runs, ".", "r1")
+	is.NoErr(appendLine(runs, "ledger", "one\n"))
+	run, err := runs2.ReadRun(".", "r1", runNames, 1024)
+	is.NoErr(err)
+	is.True(!run.Exists)
+	listed, err := runs2.ListRuns(".")
+	is.NoErr(err)
+	is.Equal(len(listed), 0)
+	last, err := runs2.LastLine(context.Background(), "ledger")
+	is.NoErr(err)
+	is.Equal(last, []byte(nil))
+	for _, rel := range []string{"../runs", "..", "a/../../runs", "/runs", "a//b", "a\\b", "%2e%2e", "a/./b", "a\x00b", "a?b", "a#b"} {
+		_, err := runs2.ReadRun(rel, "r1", runNames, 1024)
+		is.True(errors.Is(err, ports.ErrOutside)) // refused, not read
+		_, err = runs2.OpenLedger(rel)
+		is.True(errors.Is(err, ports.ErrOutside))
+		_, err = runs2.OpenWriter(rel)
+		is.True(errors.Is(err, ports.ErrOutside))
+	}
+	for _, id := range []string{"..", "../r1", "r1/x", ".", "", "r1\x00"} {
+		_, err := runs2.ReadRun(".", id, runNames, 1024)
+		is.True(errors.Is(err, ports.ErrOutside))
+	}
+}
