@@ -104,7 +104,7 @@ func TestASwapAtEveryStepOfOneAnalyzeNeverMisleadsARecordOrARun(t *testing.T) {
 				once.Do(func() { sw.do(t, dir, outside) }) // past the last step: after the call
 				t.Logf("answer: %.240s", r.raw)
 
-				is.Equal(fileBytes(t, outside), before)                   // the file outside is as it was
+				is.Equal(fileBytes(t, outside), before)                  // the file outside is as it was
 				is.Equal(treeBytes(t, filepath.Join(dir, "data")), data) // and data
 
 				// The record: at most once, in a ledger the call opened, of
@@ -127,7 +127,9 @@ func TestASwapAtEveryStepOfOneAnalyzeNeverMisleadsARecordOrARun(t *testing.T) {
 						}
 					}
 				}
-				var answer struct{ Error *struct{ Code, Message string } }
+				var answer struct {
+					Error *struct{ Code, Message string }
+				}
 				is.NoErr(json.Unmarshal([]byte(r.raw), &answer))
 				if unrecorded(r.raw, answer.Error) {
 					is.Equal(found, 0)
