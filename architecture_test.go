@@ -48,6 +48,7 @@ func layers() map[string]layer {
 		"contracts": {},
 		"internal":  {internal: []string{"internal"}},
 		"wiring":    {anything: true},
+		"devtools":  {anything: true},
 		"cmd":       {anything: true},
 	}
 }
@@ -88,6 +89,12 @@ const wirePackage = module + "/internal/wire"
 // package's own code, not even cmd's.
 const testutilPackage = module + "/internal/testutil"
 
+// toolsFolder holds the developer tools (the benchmark, the one-shot
+// differ, the build command they share): programs a developer runs, not
+// the product, so they may import anything, and nothing but other tools
+// and tests imports them.
+const toolsFolder = module + "/internal/tools/"
+
 // cliPackage parses the command line for both transports: the one adapter
 // the transports may import.
 const cliPackage = module + "/adapters/cli"
@@ -97,7 +104,7 @@ const cliPackage = module + "/adapters/cli"
 // imports time to parse a record's), the domain and one another, never the
 // app, the ports or a module.
 func purePackages() []string {
-	return []string{module + "/app/attest", module + "/app/jsonvalue", module + "/app/ledger", module + "/app/protocol"}
+	return []string{module + "/app/attest", module + "/app/jsonout", module + "/app/jsonvalue", module + "/app/ledger", module + "/app/protocol"}
 }
 
 // storePackage keeps the evidence and the ledger in S3-compatible object
@@ -115,6 +122,9 @@ func layerOf(top, pkg string) string {
 	}
 	if pkg == wirePackage {
 		return "wiring"
+	}
+	if strings.HasPrefix(pkg, toolsFolder) {
+		return "devtools"
 	}
 	if inRemote(pkg) {
 		return "remote"
@@ -142,6 +152,9 @@ func check(top, pkg, imp string) error {
 	}
 	if imp == testutilPackage {
 		return fmt.Errorf("%s imports %s: only tests do", pkg, imp)
+	}
+	if strings.HasPrefix(imp, toolsFolder) && top != "devtools" {
+		return fmt.Errorf("%s imports %s: only the developer tools and tests do", pkg, imp)
 	}
 	if l.anything {
 		return nil
@@ -271,12 +284,18 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"app", module + "/app/ledger", module + "/ports"},
 		{"app", module + "/app/protocol", module + "/app"},
 		{"app", module + "/app/protocol", "time"},
+		{"app", module + "/app/jsonout", "os"},
+		{"app", module + "/app/jsonout", module + "/app"},
+		{"app", module + "/app/call", module + "/adapters/stdio"},
+		{"app", module + "/app/call", "github.com/modelcontextprotocol/go-sdk/mcp"},
 		{"internal", module + "/internal/testinputs", module + "/domain"},
 		{"internal", module + "/internal/testinputs", "github.com/matryer/is"},
 		{"app", module + "/app", module + "/internal/testinputs"},
 		{"domain", module + "/domain", module + "/internal/testinputs"},
 		{"tools", module + "/tools/x", "fmt"},
 		{"cmd", module + "/cmd/tool-runner", testutilPackage},
+		{"cmd", module + "/cmd/tool-runner", module + "/internal/tools/buildcmd"},
+		{"adapters", module + "/adapters/report", module + "/internal/tools/buildcmd"},
 		{"app", module + "/app", testutilPackage},
 		{"adapters", module + "/adapters/remote", module + "/app"},
 		{"adapters", module + "/adapters/oauth", module + "/app/protocol"},
@@ -306,7 +325,9 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/osfs", module + "/adapters/internal/bounded"},
 		{"adapters", module + "/adapters/porttest", module + "/adapters/memfs"},
 		{"cmd", module + "/cmd/tool-runner", module + "/adapters/osfs"},
-		{"cmd", module + "/cmd/bench", module + "/internal/testinputs"},
+		{"internal", module + "/internal/tools/bench", module + "/internal/testinputs"},
+		{"internal", module + "/internal/tools/bench", "github.com/modelcontextprotocol/go-sdk/mcp"},
+		{"internal", module + "/internal/tools/oneshotdiff", module + "/internal/tools/buildcmd"},
 		{"internal", module + "/internal/testinputs", "encoding/json"},
 		{"internal", testutilPackage, "testing"},
 		{"adapters", module + "/adapters/stdio", module + "/app"},
@@ -315,6 +336,8 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/mcp", "github.com/modelcontextprotocol/go-sdk/mcp"},
 		{"adapters", module + "/adapters/mcp", "github.com/go-json-experiment/json/jsontext"},
 		{"app", module + "/app", module + "/app/attest"},
+		{"app", module + "/app/call", module + "/app"},
+		{"app", module + "/app/jsonout", "github.com/go-json-experiment/json/jsontext"},
 		{"adapters", module + "/adapters/stdio", cliPackage},
 		{"adapters", module + "/adapters/mcp", cliPackage},
 		{"adapters", cliPackage, module + "/app"},

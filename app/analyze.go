@@ -2,91 +2,104 @@ package app
 
 import (
 	"context"
-	"path"
+	"errors"
+	"time"
 
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
 
-// committedRun is what a successful analyze made: the run's ID, its
-// result (analyze's response result, the JSON value of result.json), the
-// paths of its files, and the SHA256 of result.json for the ledger.
-type committedRun struct {
-	id     string
-	result domain.Result
-	// resultJSON is the result's compact JSON, for the response; nil when
-	// it was not encoded ahead.
-	resultJSON   []byte
-	artifacts    Artifacts
-	resultSHA256 string
-	// files are the run's files, in the order written.
-	files []RunFile
+// Run is what a successful analyze made: the run's ID, its result (the
+// JSON value of result.json), the paths and sizes of its files, and the
+// SHA256 of result.json for the ledger.
+type Run struct {
+	ID     string
+	Result domain.Result
+	// Artifacts are the paths of the run's files, for the response.
+	Artifacts Artifacts
+	// Files are the run's files, in the order written.
+	Files        []RunFile
+	ResultSHA256 string
 }
 
-// analyze computes the result over sources whose digest must equal
-// expectedDigest and commits it, with its receipt and checksums (and its
-// attestation when a signing key is given), as the run directory
-// O/runID: all files or nothing, never over existing evidence. With
-// encodeCompact, the result's compact JSON is encoded for the response
-// while the commit waits on its fsyncs. With a ledger, hold receives the
-// ledger's lock, taken before the commit and kept for the call's record.
-func (s *Service) analyze(ctx context.Context, runID, expectedDigest string, encodeCompact bool, hold *ledgerHold) (committedRun, *Error) {
-	if e := s.checkCancel(ctx, "before work"); e != nil {
-		return committedRun{}, e
+// Artifacts are the paths of a committed run's files, workspace-relative
+// with forward slashes: the response's "artifacts".
+type Artifacts struct {
+	Result      string `json:"result,omitempty"`
+	Receipt     string `json:"receipt,omitempty"`
+	Checksums   string `json:"checksums,omitempty"`
+	Attestation string `json:"attestation,omitempty"`
+}
+
+// Analyze is analyze (protocol §6.2): it computes the result over sources
+// whose digest must be digest and commits it, with its receipt and
+// checksums (and its attestation when a signing key is given), as the run
+// directory O/runID: all files or nothing, never over existing evidence.
+//
+// With a ledger, hold receives the ledger's lock, taken once the run is
+// staged and kept across the last checks and the commit, so that the
+// call's record is appended under the same hold: the
+// caller records the call with [Service.Record] and releases hold. beside,
+// when not nil, runs on a goroutine of its own with the result while the
+// commit waits on its fsyncs, for work the caller would otherwise do
+// after (the response's copy of the result is encoded there).
+//
+// One analyze of a service runs at a time (see [Service]).
+func (s *Service) Analyze(ctx context.Context, runID, digest string, hold *LedgerHold, beside func(*domain.Result)) (Run, error) {
+	if err := s.needsOutputDir(protocol.ToolAnalyze); err != nil {
+		return Run{}, err
 	}
-	out, e := s.outputLocation(true)
-	if e != nil {
-		return committedRun{}, e
+	s.warmEngine()
+	if err := s.checkCancel(ctx, "before work"); err != nil {
+		return Run{}, err
 	}
-	snap, err := s.readSources()
+	out, err := s.places.outputLocation(true)
 	if err != nil {
-		return committedRun{}, classify(readingSource, fileOf(err), err)
+		return Run{}, err
 	}
-	_, result, err := s.compute(snap)
+	snap, err := s.sources.read()
 	if err != nil {
-		return committedRun{}, classify(readingSource, "", err)
+		return Run{}, sourceFault(fileOf(err), err)
 	}
-	if snap.digest() != expectedDigest {
-		return committedRun{}, classify(comparingDigest, "", found("the sources' digest is not the expected one; run inspect_inputs again and pass the digest it returns"))
+	_, result, err := s.sources.compute(snap)
+	if err != nil {
+		return Run{}, sourceFault("", err)
 	}
-	files, resultSum, e := s.encodeRun(runID, snap, result)
-	if e != nil {
-		return committedRun{}, e
+	if snap.digest() != digest {
+		return Run{}, protocol.Errorf(protocol.StaleContext, "the sources' digest is not the expected one; run inspect_inputs again and pass the digest it returns")
 	}
-	if e := s.checkCancel(ctx, "before writes"); e != nil {
-		return committedRun{}, e
+	files, resultSum, err := s.encodeRun(runID, snap, result)
+	if err != nil {
+		return Run{}, err
 	}
-	// The response's copy of the result is encoded while the commit waits
-	// on its fsyncs.
-	compact := make(chan []byte, 1)
-	if !encodeCompact {
-		compact <- nil
+	if err := s.checkCancel(ctx, "before writes"); err != nil {
+		return Run{}, err
+	}
+	done := make(chan struct{})
+	if beside == nil {
+		close(done)
 	} else {
 		go func() {
-			defer func() {
-				if recover() != nil {
-					compact <- nil // the answer encodes it again, and meets the panic there
-				}
-			}()
-			w := jsonOut{} // sized by the encoder
-			w.result(&result)
-			compact <- w.b
+			defer close(done)
+			defer func() { _ = recover() }() // the caller meets it again, without the head start
+			beside(&result)
 		}()
 	}
-	if e := s.commit(ctx, out.Rel, runID, snap.digest(), files, hold); e != nil {
-		return committedRun{}, e
+	if err := s.commit(ctx, out, runID, digest, files, hold); err != nil {
+		return Run{}, err // beside's work is not wanted
 	}
-	dir := path.Join(out.Rel, runID)
-	run := committedRun{id: runID, result: result, resultJSON: <-compact, resultSHA256: resultSum, artifacts: Artifacts{
-		Result:    path.Join(dir, ResultFile),
-		Receipt:   path.Join(dir, ReceiptFile),
-		Checksums: path.Join(dir, ChecksumsFile),
+	<-done
+	run := Run{ID: runID, Result: result, ResultSHA256: resultSum, Artifacts: Artifacts{
+		Result:    join(out, runID, ports.ResultFile),
+		Receipt:   join(out, runID, ports.ReceiptFile),
+		Checksums: join(out, runID, ports.ChecksumsFile),
 	}}
 	if s.signingKey != nil {
-		run.artifacts.Attestation = path.Join(dir, AttestationFile)
+		run.Artifacts.Attestation = join(out, runID, ports.AttestationFile)
 	}
 	for _, f := range files {
-		run.files = append(run.files, RunFile{RunID: runID, Name: f.Name, Size: len(f.Data)})
+		run.Files = append(run.Files, RunFile{RunID: runID, Name: f.Name, Size: len(f.Data)})
 	}
 	return run, nil
 }
@@ -94,107 +107,147 @@ func (s *Service) analyze(ctx context.Context, runID, expectedDigest string, enc
 // encodeRun encodes the files of a run, in the order they are written:
 // result.json, receipt.json, checksums.json, and attestation.json when a
 // signing key is given; and the SHA256 of result.json, taken once.
-func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) ([]ports.File, string, *Error) {
+func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) ([]ports.File, string, error) {
 	// result.json first: it does not need the engine, whose hash may still
 	// be running on another core.
-	resultBytes, resultSum := s.savedResult(snap, &result, resultSizeHint(&result, true))
+	resultBytes, resultSum := s.sources.savedResult(snap, &result, ResultSizeHint(&result, true))
 	engine, err := s.p.Engine.Identity()
 	if err != nil {
-		return nil, "", classify(identifyingEngine, "", err)
+		return nil, "", engineFault()
+	}
+	encodingFault := func(what string) error {
+		return protocol.Errorf(protocol.InternalError, "the %s could not be encoded", what)
 	}
 	receipt := newReceipt(runID, snap, engine, resultSum, s.p.Clock.Now())
 	if s.signingKey != nil {
 		if receipt.Signer, err = signerOf(s.signingKey); err != nil {
-			return nil, "", classify(encodingRun, "receipt", err)
+			return nil, "", encodingFault("receipt")
 		}
 	}
 	receiptBytes, err := encodeSaved(receipt)
 	if err != nil {
-		return nil, "", classify(encodingRun, "receipt", err)
+		return nil, "", encodingFault("receipt")
 	}
 	receiptSum := domain.SHA256Hex(receiptBytes)
 	checksumBytes, err := encodeSaved(Checksums{Receipt: receiptSum, Result: resultSum})
 	if err != nil {
-		return nil, "", classify(encodingRun, "checksums", err)
+		return nil, "", encodingFault("checksums")
 	}
 	files := []ports.File{
-		{Name: ResultFile, Data: resultBytes},
-		{Name: ReceiptFile, Data: receiptBytes},
-		{Name: ChecksumsFile, Data: checksumBytes},
+		{Name: ports.ResultFile, Data: resultBytes},
+		{Name: ports.ReceiptFile, Data: receiptBytes},
+		{Name: ports.ChecksumsFile, Data: checksumBytes},
 	}
 	if s.signingKey != nil {
 		attestation, err := attestRun(s.signingKey, receiptBytes, receiptSum, resultSum)
 		if err != nil {
-			return nil, "", classify(encodingRun, "attestation", err)
+			return nil, "", encodingFault("attestation")
 		}
-		files = append(files, ports.File{Name: AttestationFile, Data: attestation})
+		files = append(files, ports.File{Name: ports.AttestationFile, Data: attestation})
 	}
 	return files, resultSum, nil
 }
 
+// newReceipt is the receipt of run runID, made now.
+func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, resultSHA256 string, now time.Time) Receipt {
+	return Receipt{
+		ProtocolVersion: protocol.Version,
+		RunID:           runID,
+		DefinitionID:    domain.DefinitionID,
+		Sources:         snap.hashes(),
+		SourceDigest:    snap.digest(),
+		EngineSHA256:    engine.SHA256,
+		ResultSHA256:    resultSHA256,
+		CreatedAt:       now.UTC().Format(createdAtLayout),
+		Build:           BuildOf(engine),
+	}
+}
+
 // commit writes the run under the writer lock: collision check, staged and
 // synced files, sources and cancel marker re-checked, then the no-replace
-// rename. Whatever fails, the writer's Close removes what it staged. One
-// commit of this service runs at a time: the caller holds the commit turn
-// (taken in run, before analyze reads anything), since the writer lock
-// excludes other processes, and would refuse another call of this one as
-// OUTPUT_BUSY.
+// rename. Whatever fails, the writer's Close removes what it staged.
 //
 // With a ledger, the ledger's lock is taken once the run is staged, and
 // the last checks, the ledger's last record, the rename and then the
-// call's record are made under it (protocol §11): a lock not had within the
-// wait, or a ledger found damaged there, commits nothing, so no wait ever
-// leaves a committed run without its record.
-func (s *Service) commit(ctx context.Context, dir, runID, digest string, files []ports.File, hold *ledgerHold) (e *Error) {
-	runPath := path.Join(dir, runID)
-	w, err := s.p.Evidence.OpenWriter(dir)
-	if err != nil {
-		return classify(writingRun, dir, err)
+// call's record are made under it (protocol §11.5): a lock not had within
+// the wait, or a ledger found damaged there, commits nothing, so no wait
+// ever leaves a committed run without its record.
+func (s *Service) commit(ctx context.Context, out ports.Location, runID, digest string, files []ports.File, hold *LedgerHold) (err error) {
+	dir, runPath := out.Rel, join(out, runID)
+	w, werr := s.p.Evidence.OpenWriter(dir)
+	if werr != nil {
+		return writeFault(dir, werr)
 	}
 	defer func() {
 		// After a commit the run stands whatever Close says; before one, a
 		// failed cleanup may have left this call's pending directory.
-		if err := w.Close(); err != nil && e != nil {
-			e = fail(e.Code, "%s; cleaning up failed too, so a pending directory of this call may remain in %s", e.Message, dir)
+		if cerr := w.Close(); cerr != nil && err != nil {
+			err = protocol.ErrorOf(err).Amended("; cleaning up failed too, so a pending directory of this call may remain in %s", dir)
 		}
 	}()
 	if runPath == s.ledger {
-		// protocol §11 lets the ledger lie in O itself, where its name may be a
-		// run ID: that run would take the ledger's place.
-		return classify(writingRun, runPath, found("%s is the call ledger's path, kept for it even before its first record: use a new run ID", runPath))
+		// The ledger may lie in O itself, where its name may
+		// be a run ID: that run would take the ledger's place.
+		return protocol.Errorf(protocol.OutputCollision, "%s is the call ledger's path, kept for it even before its first record: use a new run ID", runPath)
 	}
-	exists, err := w.Exists(runID)
-	if err != nil {
-		return classify(writingRun, runPath, err)
+	exists, werr := w.Exists(runID)
+	if werr != nil {
+		return writeFault(runPath, werr)
 	}
 	if exists {
-		return classify(writingRun, runPath, ports.ErrExists)
+		return writeFault(runPath, ports.ErrExists)
 	}
-	if err := w.Stage(files); err != nil {
-		return classify(writingRun, dir, err)
+	if werr := w.Stage(files); werr != nil {
+		return writeFault(dir, werr)
 	}
 	if s.ledger != "" {
-		if e := s.holdLedger(ctx, hold); e != nil {
-			return e
+		if err := s.holdLedger(ctx, hold); err != nil {
+			return err
 		}
 	}
-	again, err := s.readSources()
-	if err != nil {
-		return classify(rereadingSource, fileOf(err), err)
+	again, rerr := s.sources.read()
+	if rerr != nil {
+		return sourceFault(fileOf(rerr), rerr)
 	}
 	if again.digest() != digest {
-		return classify(rereadingSource, "", found("the sources changed while the run was being written; nothing was committed: inspect again"))
+		return protocol.Errorf(protocol.StaleContext, "the sources changed while the run was being written; nothing was committed: inspect again")
 	}
-	if e := s.checkCancel(ctx, "before the commit"); e != nil {
-		return e
+	if err := s.checkCancel(ctx, "before the commit"); err != nil {
+		return err
 	}
 	if s.ledger != "" {
-		if e := s.recheckLedger(hold); e != nil {
-			return e
+		if err := s.recheckLedger(hold); err != nil {
+			return err
 		}
 	}
-	if err := w.Commit(runID); err != nil {
-		return classify(writingRun, runPath, err)
+	if werr := w.Commit(runID); werr != nil {
+		return writeFault(runPath, werr)
 	}
 	return nil
+}
+
+// writeFault is a failure to write the run, subject being the output
+// directory or the run's path in it.
+func writeFault(subject string, err error) *protocol.Error {
+	switch {
+	case errors.Is(err, ports.ErrBusy):
+		return protocol.Errorf(protocol.OutputBusy, "another analyze holds the writer lock of %s; retry when it is done", subject)
+	case errors.Is(err, ports.ErrLockExposed):
+		return protocol.Errorf(protocol.InvalidOutput, "the output directory's writer lock file (%s) is open to group or others, so another account could hold it, and this user may not change its mode; nothing was written: have the file's owner run chmod 600 on it", ports.LockFile)
+	case errors.Is(err, ports.ErrLinked):
+		return protocol.Errorf(protocol.InvalidOutput, "the output directory's writer lock file (%s) has more than one hard link, so another name of it may lie outside the workspace; nothing was written: remove the extra link (or, when no analyze is running, this lock file: the next analyze makes a new one)", ports.LockFile)
+	case errors.Is(err, ports.ErrExists):
+		return protocol.Errorf(protocol.OutputCollision, "%s already exists; existing evidence is never overwritten: use a new run ID", subject)
+	case errors.Is(err, ports.ErrNotDir), errors.Is(err, ports.ErrNameTooLong):
+		return outputFault(err)
+	case errors.Is(err, ports.ErrOutside):
+		return protocol.Errorf(protocol.PathBoundary, "the output directory or its lock file leads out of the output directory (a symlink put there after the path was checked?); nothing was written: remove it, or choose another output directory")
+	case errors.Is(err, ports.ErrInsideEvidence):
+		return protocol.Errorf(protocol.PathBoundary, "the output directory %s became a run or lies inside one while this call was reading the sources; nothing was written: choose an output directory outside every run", subject)
+	case errors.Is(err, ports.ErrMaybeCommitted):
+		return protocol.Errorf(protocol.IOOrNumericError, "the run %s was renamed into place, but making it durable failed%s and it could not be moved back out of sight: the run may be committed, and may not survive a crash of the machine: verify it with verify_result before you rely on it (a retry with the same run ID answers OUTPUT_COLLISION while it stands)", subject, because(err))
+	case errors.Is(err, ports.ErrNoReplaceUnsupported):
+		return protocol.Errorf(protocol.IOOrNumericError, "the filesystem of %s cannot rename without replacing, so no commit is safe; nothing was committed", subject)
+	}
+	return protocol.Errorf(protocol.IOOrNumericError, "writing the run in %s failed%s; nothing was committed", subject, because(err))
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -25,14 +26,14 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 
 func TestEveryCodeHasItsStatusExitAndRetryability(t *testing.T) {
 	is := is.New(t)
-	codes := app.Codes()
+	codes := protocol.Codes()
 	is.Equal(len(codes), 28) // the closed set: the 26 it began with, SIGNATURE_INVALID and LEDGER_TAMPERED
-	seen := map[app.Code]bool{}
+	seen := map[protocol.Code]bool{}
 	for _, c := range codes {
 		is.True(!seen[c]) // no code twice
 		seen[c] = true
 		is.True(regexp.MustCompile(`^[A-Z_]+$`).MatchString(string(c)))
-		is.Equal(c.Retryable(), c == app.OutputBusy) // only OUTPUT_BUSY is retryable
+		is.Equal(protocol.Errorf(c, "x").Retryable, c == protocol.OutputBusy) // only OUTPUT_BUSY is retryable
 	}
 }
 

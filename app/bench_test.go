@@ -13,7 +13,7 @@ import (
 // baseline that only reads the four sources through the port and hashes
 // them; quote the tools as ratios of it. MB/s is over the source bytes.
 // The stages (parse, compute, hash) are benchmarked in ../domain, the
-// encoder in encode_internal_test.go; the whole process is cmd/bench.
+// encoder in encode_internal_test.go; the whole process is internal/tools/bench.
 //
 //	go test ./app -run '^$' -bench . -benchmem
 

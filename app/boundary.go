@@ -2,10 +2,12 @@ package app
 
 import (
 	"errors"
+	"fmt"
 	"path"
 	"slices"
 	"strings"
 
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -22,47 +24,83 @@ func within(p, base string) bool {
 	return base == "." || p == base || len(p) > len(base) && p[:len(base)] == base && p[len(base)] == '/'
 }
 
+// places resolves the operator's paths, the output directory's and the
+// ledger's, and holds them to where they may lie.
+type places struct {
+	paths ports.PathResolver
+	opts  Options
+}
+
 // outputLocation resolves the operator's output directory, which must lie
-// inside the workspace (protocol §1) whichever tool runs. For analyze, write
+// inside the workspace whichever tool runs. For analyze, write
 // applies the write boundary of protocol §6 too: not the workspace itself,
 // clear of the protected folders (wherever their own symlinks lead), and
 // not inside existing evidence. Last, what exists there must be a
 // directory.
-func (s *Service) outputLocation(write bool) (ports.Location, *Error) {
-	out, err := s.p.Paths.Resolve(s.opts.OutputDir)
+func (s places) outputLocation(write bool) (ports.Location, error) {
+	out, err := s.paths.Resolve(s.opts.OutputDir)
 	if err != nil {
-		return ports.Location{}, classify(resolvingOutput, "", err)
+		return ports.Location{}, outputFault(err)
 	}
-	if write {
+	if write && !out.Store {
 		if err := s.writable(out.Rel, "the output directory"); err != nil {
-			return ports.Location{}, classify(resolvingOutput, "", err)
+			return ports.Location{}, protocol.Errorf(protocol.PathBoundary, "%v", err)
 		}
 		if err := s.clearOfEvidence(out.Rel, "the output directory"); err != nil {
-			return ports.Location{}, classify(resolvingOutput, "", err)
+			return ports.Location{}, protocol.Errorf(protocol.PathBoundary, "%v", err)
 		}
 	}
 	if out.Exists && !out.Dir {
-		return ports.Location{}, classify(resolvingOutput, "", errNotADirectory)
+		return ports.Location{}, protocol.Errorf(protocol.InvalidOutput, "the output directory exists and is not a directory")
 	}
 	return out, nil
 }
 
-// errNotADirectory is an output directory that exists as something else.
-var errNotADirectory = errors.New("the output directory exists and is not a directory")
+// join joins a location and the names below it: as paths, or, in an
+// object store, as its URL and keys, whose scheme's "//" path.Join would
+// fold.
+func join(loc ports.Location, names ...string) string {
+	if loc.Store {
+		return strings.Join(append([]string{strings.TrimSuffix(loc.Rel, "/")}, names...), "/")
+	}
+	return path.Join(append([]string{loc.Rel}, names...)...)
+}
+
+// dirOf is the directory a location lies in, or the prefix a store's key
+// does.
+func dirOf(loc ports.Location) string {
+	if i := strings.LastIndex(loc.Rel, "/"); loc.Store && i > 0 {
+		return loc.Rel[:i]
+	}
+	return path.Dir(loc.Rel)
+}
+
+// outputFault is an output directory that could not be resolved.
+func outputFault(err error) *protocol.Error {
+	switch {
+	case errors.Is(err, ports.ErrOutside):
+		return protocol.Errorf(protocol.PathBoundary, "the output directory resolves outside the workspace")
+	case errors.Is(err, ports.ErrNotDir):
+		return protocol.Errorf(protocol.InvalidOutput, "the output directory's path runs through a file")
+	case errors.Is(err, ports.ErrNameTooLong):
+		return protocol.Errorf(protocol.InvalidOutput, "the output directory's path is not one its file system accepts%s", because(err))
+	}
+	return protocol.Errorf(protocol.IOOrNumericError, "the output directory could not be resolved%s", because(err))
+}
 
 // writable is the write boundary of protocol §6 for a resolved path what
 // names: not the workspace itself, and clear of the protected folders.
-func (s *Service) writable(rel, what string) error {
+func (s places) writable(rel, what string) error {
 	if rel == "." {
-		return found("%s may not be the workspace itself", what)
+		return fmt.Errorf("%s may not be the workspace itself", what)
 	}
 	for _, name := range protectedFolders() {
-		folder, err := s.p.Paths.Resolve(name)
+		folder, err := s.paths.Resolve(name)
 		if err != nil {
 			continue // a protected folder that leads outside cannot hold it
 		}
 		if within(rel, folder.Rel) || within(folder.Rel, rel) {
-			return found("%s may not equal, contain or sit inside %s", what, name)
+			return fmt.Errorf("%s may not equal, contain or sit inside %s", what, name)
 		}
 	}
 	return nil
@@ -73,78 +111,97 @@ func (s *Service) writable(rel, what string) error {
 // evidence, which would then never verify again. The evidence store checks
 // again where it creates the output directory, for a run committed
 // meanwhile.
-func (s *Service) clearOfEvidence(rel, what string) error {
+func (s places) clearOfEvidence(rel, what string) error {
 	if rel == "." {
 		return nil
 	}
 	parts := strings.Split(rel, "/")
 	for i := range parts {
 		if strings.HasPrefix(parts[i], ports.PendingPrefix) {
-			return found("%s may not be or sit inside a pending directory", what)
+			return fmt.Errorf("%s may not be or sit inside a pending directory", what)
 		}
 		dir := path.Join(parts[:i+1]...)
 		for _, name := range ports.RunFileNames() {
-			if loc, err := s.p.Paths.Resolve(path.Join(dir, name)); err == nil && loc.Exists {
-				return found("%s may not be or sit inside a run directory", what)
+			if loc, err := s.paths.Resolve(path.Join(dir, name)); err == nil && loc.Exists {
+				return fmt.Errorf("%s may not be or sit inside a run directory", what)
 			}
 		}
 	}
 	return nil
 }
 
-// ledgerLocation resolves the ledger's path (protocol §11): inside the
+// ledgerLocation resolves the ledger's path (protocol §11.2): inside the
 // workspace and the write boundary, in the output directory or outside it
 // but never below it, in a directory that exists, and a regular file if it
-// exists. For a tool call it may not share a name with the writer lock,
-// nor take a run file's name directly in the output directory, nor lie in
-// a directory that is or sits inside a run; "tool-runner ledger" and
-// "tool-runner report" check any file (one a tool call made included: runs/result.json, its
-// directory looking like a run's because of the ledger itself).
-func (s *Service) ledgerLocation() (string, *Error) {
-	loc, err := s.p.Paths.Resolve(s.opts.Ledger)
+// exists. For a service that records calls it may not share a name with
+// the writer lock, nor take a run file's name directly in the output
+// directory, nor lie in a directory that is or sits inside a run; a
+// read-only service checks any file (one a tool call made included:
+// runs/result.json, its directory looking like a run's because of the
+// ledger itself).
+func (s places) ledgerLocation() (string, error) {
+	loc, err := s.paths.Resolve(s.opts.Ledger)
 	if err != nil {
-		return "", classify(resolvingLedger, "", err)
+		return "", ledgerPlaceFault(err)
 	}
 	// elsewhere is a refusal of the ledger's place, with the way out.
-	elsewhere := func(err error) *Error {
-		return classify(resolvingLedger, "", found("%v; give --ledger another path", err))
+	elsewhere := func(format string, args ...any) error {
+		return protocol.Errorf(protocol.PathBoundary, "%s; give --ledger another path", fmt.Sprintf(format, args...))
 	}
-	if err := s.writable(loc.Rel, "the ledger"); err != nil {
-		return "", elsewhere(err)
+	if err := s.writable(loc.Rel, "the ledger"); err != nil && !loc.Store {
+		return "", elsewhere("%v", err) // an object store has no workspace folders
 	}
-	dirRel := path.Dir(loc.Rel)
+	dirRel := dirOf(loc)
 	var out *ports.Location
 	if s.opts.OutputDir != "" {
-		if o, err := s.p.Paths.Resolve(s.opts.OutputDir); err == nil {
+		if o, err := s.paths.Resolve(s.opts.OutputDir); err == nil {
 			out = &o
 		}
 	}
-	if s.opts.Command != LedgerCheck && s.opts.Command != Report {
+	if !s.opts.ReadOnly {
 		name := path.Base(loc.Rel)
 		switch {
 		case name == ports.LockFile:
 			// Appends would wait on analyze's writer lock, and analyze on them.
-			return "", elsewhere(found("the ledger may not be a writer lock file (%s)", ports.LockFile))
+			return "", elsewhere("the ledger may not be a writer lock file (%s)", ports.LockFile)
 		case out != nil && dirRel == out.Rel && slices.Contains(ports.RunFileNames(), name):
 			// Its directory would then look like a run's, and every later
 			// call would refuse the output directory and the ledger.
-			return "", elsewhere(found("the ledger may not take the name of a run file (%s) directly in the output directory", name))
+			return "", elsewhere("the ledger may not take the name of a run file (%s) directly in the output directory", name)
 		}
-		if err := s.clearOfEvidence(dirRel, "the ledger's directory"); err != nil {
-			return "", elsewhere(err)
+		if err := s.clearOfEvidence(dirRel, "the ledger's directory"); err != nil && !loc.Store {
+			return "", elsewhere("%v", err)
 		}
 	}
 	if out != nil && (loc.Rel == out.Rel || dirRel != out.Rel && within(dirRel, out.Rel)) {
-		return "", elsewhere(found("the ledger may lie in the output directory itself or outside it, never below it"))
+		return "", elsewhere("the ledger may lie in the output directory itself or outside it, never below it")
 	}
-	dir, err := s.p.Paths.Resolve(dirRel)
+	dir, err := s.paths.Resolve(dirRel)
 	switch {
 	case err != nil:
-		return "", classify(resolvingLedger, "", err)
+		return "", ledgerPlaceFault(err)
 	case !dir.Exists || !dir.Dir:
-		return "", classify(resolvingLedger, "", ports.ErrMissing)
+		return "", ledgerPlaceFault(ports.ErrMissing)
 	case loc.Exists && !loc.Regular:
-		return "", classify(resolvingLedger, "", ports.ErrNotRegular)
+		return "", ledgerPlaceFault(ports.ErrNotRegular)
 	}
 	return loc.Rel, nil
+}
+
+// ledgerPlaceFault is a ledger path that could not be resolved to a place
+// a ledger may be.
+func ledgerPlaceFault(err error) *protocol.Error {
+	switch {
+	case errors.Is(err, ports.ErrOutside):
+		return protocol.Errorf(protocol.PathBoundary, "the ledger resolves outside the workspace; give --ledger a path inside it")
+	case errors.Is(err, ports.ErrNotDir), errors.Is(err, ports.ErrMissing):
+		return protocol.Errorf(protocol.InvalidOutput, "the ledger's directory does not exist; create it first")
+	case errors.Is(err, ports.ErrNameTooLong):
+		return protocol.Errorf(protocol.InvalidOutput, "the ledger's path is not one its file system accepts%s", because(err))
+	case errors.Is(err, ports.ErrNotRegular):
+		return protocol.Errorf(protocol.InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
+	case errors.Is(err, ports.ErrMoved):
+		return protocol.Errorf(protocol.PathBoundary, "a directory on the ledger's path was replaced by a symlink while the ledger was being opened; nothing was run: restore it, or give --ledger the place you mean")
+	}
+	return protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be resolved%s", because(err))
 }

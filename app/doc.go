@@ -1,39 +1,30 @@
-// Package app holds metricproof's three use cases (inspect_inputs, analyze,
-// verify_result) as a service that transports drive: one call (its
-// request checks, protocol §2 and §9, are package protocol's), the use cases,
-// the response object of protocol §3, signed evidence (protocol §10, with package
-// attest) and the call ledger's records (protocol §11, with package ledger).
+// Package app holds metricproof's use cases as typed methods of a
+// [Service] over the ports of package ports: [Service.Inspect],
+// [Service.Analyze], [Service.Verify] (the three tools, protocol §6),
+// [Service.Review] (the reviewer's page, §13), the run files as resources
+// ([Service.ReadRunFile], [Service.Runs], §9.6) and the call ledger
+// ([Service.CheckLedger], [Service.Record], [Service.CheckChain], §11).
+// Signed evidence (§10) is package attest's; the ledger's chain package
+// ledger's.
 //
-// # How a call runs
+// # Errors
 //
-// A transport opens a [Service] once ([Open]: the workspace, the keys and
-// the ledger's place, decided before any input is read), and hands it
-// every call as an [Input]: the raw bytes as they arrived. [Service.Serve]
-// runs the ledger's pre-check, the request checks in their declared order,
-// the tool (under the call's context, which every cancel check reads
-// beside the operator's marker), and appends the call's record, and returns
-// one [Answer]: the response object encoded once, which the stdio transport
-// writes as its line and the MCP transport as its tool result. A panic
-// anywhere below is recovered into INTERNAL_ERROR.
+// Every method returns an error whose code, from the closed set of
+// package protocol, is chosen where the failure happens: a check that
+// finds something wrong says so with protocol.Errorf, and a port's or the
+// domain's error is coded by the fault function of what was being done
+// (sourceFault, writeFault, …), beside the code that calls the port.
+// protocol.ErrorOf reads it at the edge. Messages never hold an absolute
+// path, key bytes, or anything from a request or a source but IDs that
+// passed validation, and they say what to do next.
 //
-// # Codes
+// # What it leaves to others
 //
-// app is the only place that turns failures into the protocol's codes
-// (but for the command line's option faults, which package adapters/cli
-// gives): [classify] is the one table from failures to [Code]s. Checks do not pick
-// codes; they return what they found (a port or domain error, or a
-// finding), and the step that ran them, declared beside each check,
-// decides the code. A [Code] alone decides the status and retryability;
-// exit statuses are the stdio transport's.
+// Requests, the response envelope, the load (compute slots, the commit
+// turn) and the building of a call's record are the call layer's (package
+// app/call), which every transport shares; the transports frame bytes;
+// the composition root opens the ports for the operator's [Options]
+// ([Wire]). app holds no JSON-RPC, no Markdown, no file system.
 //
-// # The reviewer's page
-//
-// [Service.Review] verifies a run with verify_result's own checks and
-// gathers what "tool-runner report" prints as plain values ([Review]);
-// adapters/report renders them. app holds no Markdown or HTML.
-//
-// The app reaches the world only through the interfaces of package ports,
-// which a composition root (cmd/tool-runner) fills with adapters.
-//
-// Start reading at [Service.Serve].
+// Start reading at [Service.Analyze].
 package app

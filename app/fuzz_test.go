@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/jsonvalue/jsonvaluetest"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/internal/testutil"
 )
 
@@ -169,7 +169,7 @@ func checkEnvelope(t *testing.T, r response) {
 	switch {
 	case r.Body.OK != (code == "") || r.Body.Status != wantStatus || r.Exit != wantExit:
 		t.Fatalf("ok, status and exit %d disagree with the code: %q", r.Exit, r.Raw)
-	case code != "" && !slices.Contains(app.Codes(), app.Code(code)):
+	case code != "" && !slices.Contains(protocol.Codes(), protocol.Code(code)):
 		t.Fatalf("a code outside the closed set: %q", r.Raw)
 	case code != "" && r.Body.Error.Retryable != (code == "OUTPUT_BUSY"):
 		t.Fatalf("retryable disagrees with the code: %q", r.Raw)

@@ -1,69 +1,104 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/metricproof/metricproof/app/ledger"
-	"github.com/metricproof/metricproof/domain"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/ports"
 )
 
 // The call ledger (protocol §11): one record per call, each line chained to
 // the one before by its SHA256, appended before the call's answer is sent.
+// The record's fields come from the call (package app/call builds it);
+// here are the ledger's place, its checks and the append.
 
 // ledgerWaitSeconds is how long a call waits for its turn at the ledger's
 // lock (held by other calls of this process or of others, or queued for
 // by them) before it fails unrecorded.
 const ledgerWaitSeconds = 10
 
+// records are the rules of this engine's ledger records.
+func records() ledger.Rules { return ledger.Rules{Transports: ledger.Transports()} }
+
+// whoHeldTheLedger says, truthfully, why a wait for the ledger's lock ran
+// out: the wait cannot tell one holder that kept it from many that took
+// turns, nor this process's calls from others'.
+const whoHeldTheLedger = "other calls (of this process or others, or another account that can open the file) held it or were ahead in line all that time"
+
+// ledgerExposed is the fault of a ledger whose mode cannot be made 0600.
+const ledgerExposed = "the ledger is open to group or others, so another account could hold its lock, and this user may not change its mode: have the file's owner run chmod 600 on it"
+
+// ledgerLinked is the fault of a ledger with more than one hard link.
+const ledgerLinked = "the ledger has more than one hard link, so another name of it may lie outside the workspace, and every record would be written there too: remove the extra link, or give --ledger a new path"
+
 // CheckLedger is the pre-check every call makes before any work: the
-// ledger's path still resolves where it did when the service opened
-// (protocol §9: each call checks again, so a directory swapped for a symlink
-// while a server runs is refused), and the ledger is empty or ends with
-// a complete, well-formed record. Only the last line is read, so a call's
-// cost does not grow with the ledger; the whole chain is
-// [Service.CheckChain]'s job. Without --ledger it passes.
-func (s *Service) CheckLedger(ctx context.Context) *Error {
+// ledger's path still resolves where it did when the service opened (each
+// call checks again, so a directory swapped for a symlink while a server
+// runs is refused), and the ledger is empty or ends with a complete,
+// well-formed record. Only the last line is read, so a call's cost does
+// not grow with the ledger; the whole chain is [Service.CheckChain]'s job.
+// Without --ledger it passes.
+func (s *Service) CheckLedger(ctx context.Context) error {
 	if s.ledger == "" {
 		return nil
 	}
-	rel, e := s.ledgerLocation()
-	if e != nil {
-		return e
+	rel, err := s.places.ledgerLocation()
+	if err != nil {
+		return err
 	}
 	if rel != s.ledger {
-		return classify(resolvingLedger, "", found("the ledger now resolves elsewhere than when this process started; nothing was run: restore its directory, or start again with --ledger naming the place you mean"))
+		return protocol.Errorf(protocol.PathBoundary, "the ledger now resolves elsewhere than when this process started; nothing was run: restore its directory, or start again with --ledger naming the place you mean")
 	}
 	last, err := s.ledgerFile.LastLine(ctx)
 	if err != nil {
-		return classify(checkingLedger, "", err)
+		return ledgerReadFault(err)
 	}
 	if last == nil {
 		return nil
 	}
 	if _, err := records().Parse(last); err != nil {
-		return classify(checkingLedger, "", found("the ledger's last record is damaged or torn (%v); nothing was run: inspect it with tool-runner ledger, and see README on repairing it", err))
+		return protocol.Errorf(protocol.LedgerTampered, "the ledger's last record is damaged or torn (%v); nothing was run: inspect it with tool-runner ledger, and see README on repairing it", err)
 	}
 	return nil
 }
 
-// ledgerHold is one call's hold on the ledger's lock. With a ledger,
-// analyze takes the lock once its pending directory is staged and keeps it
-// across its last checks, its commit and its record (protocol §11), so that
-// no wait can leave a committed run without its record. Every other call
-// takes the lock only to append its record.
-type ledgerHold struct {
+// ledgerReadFault is a ledger that could not be read to check it.
+func ledgerReadFault(err error) *protocol.Error {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return protocol.Errorf(protocol.Cancelled, "the call was cancelled while it waited for another process's lock on the ledger; nothing was run")
+	case errors.Is(err, ports.ErrMissing):
+		return protocol.Errorf(protocol.InvalidOptions, "the ledger does not exist (the first call recorded in it creates it); check the --ledger path")
+	case errors.Is(err, ports.ErrNotRegular):
+		return protocol.Errorf(protocol.InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
+	case errors.Is(err, ports.ErrBusy):
+		return protocol.Errorf(protocol.IOOrNumericError, "this call waited %d s for a shared lock on the ledger, to read its last record, and did not get one: %s; nothing was run: retry", ledgerWaitSeconds, whoHeldTheLedger)
+	case errors.Is(err, ports.ErrLinked):
+		return protocol.Errorf(protocol.InvalidOutput, "%s; nothing was run", ledgerLinked)
+	}
+	return protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read%s; nothing was run", because(err))
+}
+
+// LedgerHold is one call's hold on the ledger's lock; its zero value holds
+// nothing. With a ledger, analyze takes the lock once its pending
+// directory is staged and keeps it across its last checks, its commit and
+// its record, so that no wait can leave a committed run
+// without its record; every other call takes the lock only to append its
+// record ([Service.Record]). The caller releases it once the call is
+// recorded.
+type LedgerHold struct {
 	held ports.HeldLedger
-	// unrecorded: the call's answer may not be recorded, because the lock
-	// could not be had or the ledger was found damaged under it.
+	// unrecorded: the call may not be recorded, because the lock could
+	// not be had or the ledger was found damaged under it.
 	unrecorded bool
 }
 
-// release drops the lock, if it is held.
-func (h *ledgerHold) release() {
+// Release drops the lock, if it is held. It may be called more than once.
+func (h *LedgerHold) Release() {
 	if h.held != nil {
 		_ = h.held.Release() // a lock that cannot be released dies with the process
 		h.held = nil
@@ -74,69 +109,73 @@ func (h *ledgerHold) release() {
 // commit. A lock not had within the wait (or a cancellation while another
 // process holds it) leaves the call unrecorded: recording it would mean
 // the same wait.
-func (s *Service) holdLedger(ctx context.Context, hold *ledgerHold) *Error {
+func (s *Service) holdLedger(ctx context.Context, hold *LedgerHold) error {
 	held, err := s.ledgerFile.Lock(ctx, ledgerWaitSeconds*time.Second)
-	if err != nil {
-		hold.unrecorded = true
-		return classify(lockingLedger, "", err)
+	if err == nil {
+		hold.held = held
+		return nil
 	}
-	hold.held = held
-	return nil
+	hold.unrecorded = true
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return protocol.Errorf(protocol.Cancelled, "the call was cancelled while it waited for another process's lock on the ledger before its commit; nothing was committed, and the call was not recorded (recording it would mean waiting for that lock)")
+	case errors.Is(err, ports.ErrBusy):
+		return protocol.Errorf(protocol.IOOrNumericError, "this analyze waited %d s for the ledger's lock before its commit and did not get it: %s; nothing was committed, and the call was not recorded: retry", ledgerWaitSeconds, whoHeldTheLedger)
+	case errors.Is(err, ports.ErrLockExposed):
+		return protocol.Errorf(protocol.InvalidOutput, "%s; nothing was committed, and the call was not recorded", ledgerExposed)
+	case errors.Is(err, ports.ErrLinked):
+		return protocol.Errorf(protocol.InvalidOutput, "%s; nothing was committed, and the call was not recorded", ledgerLinked)
+	case errors.Is(err, ports.ErrNotRegular):
+		return protocol.Errorf(protocol.InvalidOutput, "the ledger is no longer a regular file; nothing was committed, and the call was not recorded: give --ledger a regular file")
+	}
+	return protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be locked before the commit%s; nothing was committed, and the call was not recorded", because(err))
 }
 
 // recheckLedger checks, under the held lock, that the ledger still ends
 // with a well-formed record, so that the run about to be committed can be
 // recorded. A damaged ledger is LEDGER_TAMPERED, unrecorded, and nothing
 // is committed.
-func (s *Service) recheckLedger(hold *ledgerHold) *Error {
+func (s *Service) recheckLedger(hold *LedgerHold) error {
 	last, err := hold.held.LastLine()
 	if err != nil {
 		hold.unrecorded = true
-		return classify(recheckingLedger, "", err)
+		return protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read under its lock before the commit%s; nothing was committed, and the call was not recorded", because(err))
 	}
 	if last == nil {
 		return nil
 	}
 	if _, err := records().Parse(last); err != nil {
 		hold.unrecorded = true
-		return classify(recheckingLedger, "", found("the ledger's last record was damaged while this call ran (%v); nothing was committed and the call was not recorded: inspect the ledger with tool-runner ledger, and see README on repairing it", err))
+		return protocol.Errorf(protocol.LedgerTampered, "the ledger's last record was damaged while this call ran (%v); nothing was committed and the call was not recorded: inspect the ledger with tool-runner ledger, and see README on repairing it", err)
 	}
 	return nil
 }
 
-// record appends the call's record and returns the answer to send: a,
-// or IO_OR_NUMERIC_ERROR when the record could not be appended (a run
-// the call committed stays committed, and the message says so). It
-// appends through the call's hold on the lock, which analyze took before
-// its commit or the record takes now, and releases it.
-func (s *Service) record(in Input, o outcome, a Answer, hold *ledgerHold) Answer {
-	defer hold.release()
+// Record appends a call's record to the ledger: the record made by
+// record, which is called only when the call is to be recorded, stamped
+// with the engine, the time and its place in the chain. It appends through
+// hold, which analyze took before its commit, or which it takes now, and
+// releases. It appends nothing, and succeeds, without a ledger or when
+// the call may not be recorded (hold's lock could not be had). Its failure
+// says why the call is not recorded, which the call's answer then says too.
+func (s *Service) Record(hold *LedgerHold, record func() ledger.Record) error {
+	defer hold.Release()
+	if s.ledger == "" || hold.unrecorded {
+		return nil
+	}
+	rec := record()
+	if !slices.Contains(ledger.Transports(), rec.Transport) {
+		// The chain check would refuse the record: a transport's bug.
+		return protocol.Errorf(protocol.InternalError, "the call's transport has no name a record may take, so the call was not recorded")
+	}
 	engine, err := s.p.Engine.Identity()
 	if err != nil {
-		return s.unrecorded(o, classify(appendingLedger, "", err))
+		return appendFault(err)
 	}
-	rec := ledger.Record{
-		Transport:      in.Transport.Name(),
-		RequestID:      o.call.HeardID(),
-		Tool:           o.call.HeardTool(),
-		Status:         "success",
-		ResponseSHA256: domain.SHA256Hex(a.JSON),
-		EngineSHA256:   engine.SHA256,
-	}
-	if in.Short == Whole { // only a whole input has a hash to record
-		sum := domain.SHA256Hex(in.Data)
-		rec.InputSHA256 = &sum
-	}
-	if a.Code != "" {
-		code := string(a.Code)
-		rec.Status, rec.Code = a.Code.Status(), &code
-	}
-	if o.committed != "" {
-		rec.RunID, rec.ResultSHA256 = &o.committed, &o.resultSHA256
-	}
+	rec.EngineSHA256 = engine.SHA256
 	line := func(last []byte) ([]byte, error) {
 		if err := records().Link(&rec, last); err != nil {
-			return nil, found("the ledger's last record was damaged while this call ran (%v), so the call was not recorded: inspect the ledger with tool-runner ledger", err)
+			return nil, protocol.Errorf(protocol.IOOrNumericError, "the ledger's last record was damaged while this call ran (%v), so the call was not recorded: inspect the ledger with tool-runner ledger", err)
 		}
 		rec.Time = s.p.Clock.Now().UTC().Format(time.RFC3339Nano)
 		return ledger.Encode(rec)
@@ -146,7 +185,7 @@ func (s *Service) record(in Input, o outcome, a Answer, hold *ledgerHold) Answer
 		// whole time, whatever cancels the call meanwhile.
 		held, err := s.ledgerFile.Lock(context.Background(), ledgerWaitSeconds*time.Second)
 		if err != nil {
-			return s.unrecorded(o, classify(appendingLedger, "", err))
+			return appendFault(err)
 		}
 		hold.held = held
 	}
@@ -156,36 +195,32 @@ func (s *Service) record(in Input, o outcome, a Answer, hold *ledgerHold) Answer
 			// for good: it may remain, and the next call builds on it. The
 			// ledger never keeps a record of a response that was not sent
 			// (protocol §11), so the answer is the one the record holds.
-			return a
+			return nil
 		}
-		return s.unrecorded(o, classify(appendingLedger, "", err))
+		return appendFault(err)
 	}
-	return a
+	return nil
 }
 
-// unrecorded is the answer of a call whose record could not be appended.
-func (s *Service) unrecorded(o outcome, e *Error) Answer {
-	if o.committed != "" {
-		e = fail(e.Code, "%s; run %s was committed and stays committed", e.Message, o.committed)
-	} else {
-		e = fail(e.Code, "%s; the call's own outcome was %s", e.Message, outcomeName(o))
+// appendFault is a record that could not be appended.
+func appendFault(err error) *protocol.Error {
+	var e *protocol.Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, ports.ErrBusy):
+		return protocol.Errorf(protocol.IOOrNumericError, "this call waited %d s for the ledger's lock, to record itself, and did not get it: %s; so this call was not recorded", ledgerWaitSeconds, whoHeldTheLedger)
+	case errors.Is(err, ports.ErrLockExposed):
+		return protocol.Errorf(protocol.InvalidOutput, "%s; so this call was not recorded", ledgerExposed)
+	case errors.Is(err, ports.ErrLinked):
+		return protocol.Errorf(protocol.InvalidOutput, "%s; so this call was not recorded", ledgerLinked)
+	case errors.Is(err, ports.ErrTornRemains):
+		return protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s, and a torn part of the record stays at the end of the ledger, which could not be cut back: every call answers LEDGER_TAMPERED until it is repaired: inspect it with tool-runner ledger, and see README on repairing it", because(err))
 	}
-	return refused(o.call, e).answer()
+	return protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s", because(err))
 }
 
-func outcomeName(o outcome) string {
-	if o.err == nil {
-		return "success"
-	}
-	return string(o.err.Code)
-}
-
-// records are the rules of this engine's ledger records: its transports.
-func records() ledger.Rules {
-	return ledger.Rules{Transports: []string{Stdio{}.Name(), MCPCalls{}.Name()}}
-}
-
-// LedgerReport is the one line of tool-runner ledger.
+// LedgerReport is what "tool-runner ledger" says of a whole ledger.
 type LedgerReport struct {
 	// Verified reports an unbroken chain of Records records whose last
 	// line hashes to Head.
@@ -194,70 +229,40 @@ type LedgerReport struct {
 	Head     string
 	// Otherwise Line is the first bad line, and Fault says what is wrong.
 	Line  int64
-	Fault *Error
-}
-
-// JSON encodes the report as its compact line, without a newline.
-func (r LedgerReport) JSON() []byte {
-	var v any
-	if r.Verified {
-		v = struct {
-			Ledger  string `json:"ledger"`
-			Records int64  `json:"records"`
-			Head    string `json:"head"`
-		}{"verified", r.Records, r.Head}
-	} else {
-		v = struct {
-			Ledger  string `json:"ledger"`
-			Line    int64  `json:"line"`
-			Code    Code   `json:"code"`
-			Message string `json:"message"`
-		}{"tampered", r.Line, r.Fault.Code, r.Fault.Message}
-	}
-	data, _ := marshal(v, "") // plain strings and numbers always encode
-	return bytes.TrimSuffix(data, []byte("\n"))
+	Fault *protocol.Error
 }
 
 // CheckChain re-reads the whole ledger and checks every line: its shape,
-// seq from 1 without a gap, and each prev.
-func (s *Service) CheckChain() (LedgerReport, *Error) {
-	return s.walkChain(context.Background(), nil)
+// seq from 1 without a gap, and each prev. A broken chain
+// is the report's fault; the error is for a ledger that could not be read.
+func (s *Service) CheckChain(ctx context.Context) (LedgerReport, error) {
+	return s.walkChain(ctx, nil)
 }
 
 // walkChain is CheckChain, which also hands every good record to visit
 // (when not nil) with its line number, in order.
-func (s *Service) walkChain(ctx context.Context, visit func(line int64, r ledger.Record)) (LedgerReport, *Error) {
+func (s *Service) walkChain(ctx context.Context, visit func(line int64, r ledger.Record)) (LedgerReport, error) {
 	chain := records().Chain()
 	var n int64
+	var broken error
 	err := s.ledgerFile.Scan(ctx, func(line []byte) error {
 		n++
 		r, err := chain.Add(line)
 		if err != nil {
-			return found("%v", err)
+			broken = err
+			return err
 		}
 		if visit != nil {
 			visit(n, r)
 		}
 		return nil
 	})
-	if err != nil {
-		e := classify(checkingLedger, "", err)
-		if e.Code != LedgerTampered {
-			return LedgerReport{}, e
-		}
-		e.Message += "; records from this line on cannot be trusted: keep a copy of the ledger, and see README (The call ledger) before repairing it"
-		return LedgerReport{Line: n, Fault: e}, nil
+	switch {
+	case broken != nil:
+		fault := protocol.Errorf(protocol.LedgerTampered, "%v; records from this line on cannot be trusted: keep a copy of the ledger, and see README (The call ledger) before repairing it", broken)
+		return LedgerReport{Line: n, Fault: fault}, nil
+	case err != nil:
+		return LedgerReport{}, ledgerReadFault(err)
 	}
 	return LedgerReport{Verified: true, Records: chain.Records, Head: chain.Head}, nil
-}
-
-// LedgerFault is the line of tool-runner ledger for an option fault:
-// {"ledger":"error","code","message"}, without a newline.
-func LedgerFault(e *Error) []byte {
-	data, _ := marshal(struct {
-		Ledger  string `json:"ledger"`
-		Code    Code   `json:"code"`
-		Message string `json:"message"`
-	}{"error", e.Code, e.Message}, "")
-	return bytes.TrimSuffix(data, []byte("\n"))
 }

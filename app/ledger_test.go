@@ -16,8 +16,10 @@ import (
 	"github.com/matryer/is"
 	"github.com/spf13/afero"
 
+	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
@@ -339,14 +341,15 @@ func TestAnInputNotReadWholeIsRecordedWithoutItsHash(t *testing.T) {
 // the SHA256 of the raw arguments (of no bytes when they are absent), and
 // transport "mcp"; a call cancelled by its context is recorded as
 // cancelled with the response it would have sent. The record is built by
-// the app from the Input, whatever the transport.
+// the call layer from the call as it arrived, whatever the transport.
 func TestAnMCPCallIsRecordedWithItsRawArguments(t *testing.T) {
 	m := newMem(t, testutil.Fixture(t))
-	s, e := app.Open(app.Options{Workspace: wsRoot, OutputDir: "runs", Ledger: "ledger.jsonl"}, m.wire)
-	if e != nil {
-		t.Fatal(e)
+	svc, err := app.Open(app.Options{Workspace: wsRoot, OutputDir: "runs", Ledger: "ledger.jsonl"}, m.wire)
+	if err != nil {
+		t.Fatal(err)
 	}
-	defer s.Close()
+	defer svc.Close()
+	s := call.New(svc)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	tests := []struct {
@@ -364,7 +367,8 @@ func TestAnMCPCallIsRecordedWithItsRawArguments(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			a := s.Serve(tt.ctx, app.Input{Transport: app.MCPCalls{}, Tool: tt.tool, Data: tt.args})
+			a := s.Tool(tt.ctx, call.Transport{Name: "mcp", ListLimit: cli.DefaultListLimit}, nil, tt.tool, tt.args)
+			a.Done()
 			is.Equal(string(a.Code), tt.code)
 			var resp struct {
 				RequestID string `json:"request_id"`
@@ -435,6 +439,23 @@ func (m *memWorkspace) pending(dir string) []string {
 		}
 	}
 	return names
+}
+
+// A record is only ever appended with a transport the chain check accepts:
+// a transport whose name a record may not take (a transport's bug) gets
+// INTERNAL_ERROR for its call, which says the call was not recorded, and
+// the ledger gains nothing.
+func TestACallByATransportARecordCannotNameIsNotRecorded(t *testing.T) {
+	is := is.New(t)
+	m := newMem(t, testutil.Fixture(t))
+	svc, err := app.Open(app.Options{Workspace: wsRoot, Ledger: "ledger.jsonl"}, m.wire)
+	is.NoErr(err)
+	defer svc.Close()
+	a := call.New(svc).Tool(context.Background(), call.Transport{Name: "pigeon"}, nil, protocol.ToolInspect, nil)
+	a.Done()
+	is.Equal(a.Code, protocol.InternalError)
+	is.True(strings.Contains(string(a.JSON), "the call was not recorded; the call's own outcome was success"))
+	is.True(!m.exists("ledger.jsonl"))
 }
 
 // A directory on the ledger's path swapped for a symlink between the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
@@ -84,7 +85,7 @@ func (c *countingSources) ReadSource(name string, limitBytes int64) ([]byte, err
 // loadService opens an MCP service over the fixture with the gate marker
 // and counting sources, with GOMAXPROCS 4 while it opens, so that it has 4
 // compute slots whatever the machine.
-func loadService(t *testing.T, args ...string) (*app.Service, *gateMarker, *countingSources) {
+func loadService(t *testing.T, args ...string) (*call.Calls, *gateMarker, *countingSources) {
 	t.Helper()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	m := newMem(t, testutil.Fixture(t))
@@ -96,41 +97,43 @@ func loadService(t *testing.T, args ...string) (*app.Service, *gateMarker, *coun
 		p.Sources = sources
 		return p, nil, nil
 	}
-	o, _, e := cli.Parse(app.MCP, append([]string{"--workspace", wsRoot}, args...))
+	o, _, e := cli.Parse(cli.MCP, append([]string{"--workspace", wsRoot}, args...))
 	if e != nil {
 		t.Fatal(e)
 	}
-	svc, e := app.Open(o, wire)
-	if e != nil {
-		t.Fatal(e)
+	svc, err := app.Open(o.Options, wire)
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
-	if app.ComputeSlots() < 1 {
+	if call.ComputeSlots() < 1 {
 		t.Fatal("no compute slot")
 	}
-	return svc, marker, sources
+	return call.New(svc), marker, sources
 }
 
-// started is one call handed to the service, and its answer once it comes.
+// started is one call handed to the call layer, and its answer once it
+// comes.
 type started struct {
-	answer chan app.Answer
+	answer chan call.Answer
 	cancel context.CancelFunc
 }
 
-// start hands call n to svc, as the MCP transport does, and returns once
-// the call has taken its place in the service's lines (Arrived).
-func start(svc *app.Service, n int, tool, arguments string) started {
+// start hands call n to calls, as the MCP transport does: it takes its
+// place in the service's lines first, then runs on its own.
+func start(calls *call.Calls, n int, tool, arguments string) started {
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), callKey{}, n))
-	s := started{answer: make(chan app.Answer, 1), cancel: cancel}
-	arrived := make(chan struct{})
+	s := started{answer: make(chan call.Answer, 1), cancel: cancel}
+	p := calls.ArriveCall(tool)
 	go func() {
-		s.answer <- svc.Serve(ctx, app.Input{Transport: app.MCPCalls{}, Tool: tool, Data: []byte(arguments), Arrived: func() { close(arrived) }})
+		a := calls.Tool(ctx, call.Transport{Name: "mcp", ListLimit: cli.DefaultListLimit}, p, tool, []byte(arguments))
+		a.Done()
+		s.answer <- a
 	}()
-	<-arrived
 	return s
 }
 
-func codeOf(t *testing.T, a app.Answer) (code, message string) {
+func codeOf(t *testing.T, a call.Answer) (code, message string) {
 	t.Helper()
 	var r struct {
 		Error *struct{ Code, Message string }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/internal/testutil"
 )
@@ -22,34 +23,44 @@ import (
 // Results sized for a model's context (protocol §9): over MCP the lists that
 // grow with the data are cut to their first K items and the answer says
 // which, under "truncated"; the one-shot protocol is unchanged. These run
-// the service as the MCP transport does (Service.Serve with the raw
+// the call layer as the MCP transport does (Calls.Tool with the raw
 // arguments), whose Answer.JSON is the tool result's text block and its
 // structuredContent.
 
 // maxAnswerBytes is protocol §9's bound on an MCP answer at the default K.
 const maxAnswerBytes = 12 << 10
 
+// mcpCalls is the call layer over a service opened as "tool-runner mcp
+// args…" opens it, and the transport its calls arrive by.
+type mcpCalls struct {
+	svc   *app.Service
+	calls *call.Calls
+	t     call.Transport
+}
+
 // mcpService opens the service over m as "tool-runner mcp args…" does.
-func (m *memWorkspace) mcpService(args ...string) *app.Service {
+func (m *memWorkspace) mcpService(args ...string) mcpCalls {
 	m.t.Helper()
-	o, _, e := cli.Parse(app.MCP, append([]string{"--workspace", wsRoot}, args...))
+	o, _, e := cli.Parse(cli.MCP, append([]string{"--workspace", wsRoot}, args...))
 	if e != nil {
 		m.t.Fatal(e)
 	}
-	s, e := app.Open(o, m.wire)
-	if e != nil {
-		m.t.Fatal(e)
+	s, err := app.Open(o.Options, m.wire)
+	if err != nil {
+		m.t.Fatal(err)
 	}
-	return s
+	return mcpCalls{svc: s, calls: call.New(s), t: call.Transport{Name: "mcp", ListLimit: o.ListLimit}}
 }
 
 // mcpCall answers one MCP call of tool with the raw arguments.
-func mcpCall(s *app.Service, tool, args string) app.Answer {
+func mcpCall(s mcpCalls, tool, args string) call.Answer {
 	var data []byte
 	if args != "" {
 		data = []byte(args)
 	}
-	return s.Serve(context.Background(), app.Input{Transport: app.MCPCalls{}, Tool: tool, Data: data})
+	a := s.calls.Tool(context.Background(), s.t, nil, tool, data)
+	a.Done()
+	return a
 }
 
 // On the shipped fixture (5 contributions, duplicate C2, blockers
@@ -193,7 +204,7 @@ func orderedTruncated(t testing.TB, answer []byte) (pointers []string, lengths m
 // checkCut holds an MCP answer to the complete document it was cut from
 // (full, the value at mount in the answer: the run's result.json at
 // "/result", or the one-shot answer of the same call at ""): every list of
-// app.CutLists holds at most k items; each one cut is its first k items
+// call.CutLists holds at most k items; each one cut is its first k items
 // and appears in truncated, in document order, with its full length; and,
 // with the lists made whole again and truncated removed, the answer is the
 // complete document (request_id aside: the call IDs differ).
@@ -219,7 +230,7 @@ func checkCut(t testing.TB, answer, full []byte, mount string, k int) {
 	pointers, lengths := orderedTruncated(t, answer)
 	var expected []string // the lists longer than k, in document order
 	tool, _ := mcp["tool"].(string)
-	for _, pattern := range app.CutLists(tool) {
+	for _, pattern := range call.CutLists(tool) {
 		for _, pointer := range expand(whole, pattern) {
 			list, _ := at(whole, pointer).([]any)
 			got, _ := at(mcp, pointer).([]any)
@@ -251,9 +262,9 @@ func checkCut(t testing.TB, answer, full []byte, mount string, k int) {
 	}
 }
 
-// expand lists the pointers a pattern of app.CutLists matches in doc.
+// expand lists the pointers a pattern of call.CutLists matches in doc.
 func expand(doc any, pattern string) []string {
-	before, after, ok := strings.Cut(pattern, "/"+app.AnyIndex)
+	before, after, ok := strings.Cut(pattern, "/"+call.AnyIndex)
 	if !ok {
 		if at(doc, pattern) == nil {
 			return nil
@@ -393,10 +404,10 @@ func checkDataset(t testing.TB, d dataset, k int) int {
 	m := newMem(t, d.sources(t))
 	s := m.mcpService("--output-dir", "runs", "--list-limit", strconv.Itoa(k))
 	largest := 0
-	answer := func(tool, args string) app.Answer {
+	answer := func(tool, args string) call.Answer {
 		a := mcpCall(s, tool, args)
 		largest = max(largest, len(a.JSON))
-		if k == app.DefaultListLimit && len(a.JSON) > maxAnswerBytes {
+		if k == cli.DefaultListLimit && len(a.JSON) > maxAnswerBytes {
 			t.Errorf("%s %s: %d bytes, over %d", tool, args, len(a.JSON), maxAnswerBytes)
 		}
 		return a
@@ -460,7 +471,7 @@ func TestMCPAnswersAtTheWorstCasesFit12KiB(t *testing.T) {
 	}
 	for _, d := range worstCases() {
 		t.Run(fmt.Sprintf("%+v", d), func(t *testing.T) {
-			largest := checkDataset(t, d, app.DefaultListLimit)
+			largest := checkDataset(t, d, cli.DefaultListLimit)
 			t.Logf("largest answer: %d bytes (%.0f%% of 12 KiB)", largest, 100*float64(largest)/maxAnswerBytes)
 		})
 	}
@@ -481,8 +492,8 @@ func FuzzMCPAnswersFitAndCutWhereTheySay(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, rows uint16, idLen, blank, unmatched, duplicate uint8, wide, noEligible bool, fault uint8, k uint16) {
 		d := dataset{seed: seed, rows: int(rows) % (domain.MaxDataRows + 2), idLen: 2 + int(idLen)%63,
 			blank: int(blank), unmatched: int(unmatched), duplicate: int(duplicate), wide: wide, noEligible: noEligible, fault: int(fault) % 3}
-		checkDataset(t, d, app.DefaultListLimit)
-		if kk := int(k) % (app.MaxListLimit + 1); kk != app.DefaultListLimit {
+		checkDataset(t, d, cli.DefaultListLimit)
+		if kk := int(k) % (cli.MaxListLimit + 1); kk != cli.DefaultListLimit {
 			checkDataset(t, d, kk)
 		}
 	})

@@ -7,7 +7,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/internal/testutil"
 )
 
@@ -41,8 +41,8 @@ func TestTheMemoNeverOutlivesAChangeOfOneByte(t *testing.T) {
 		is.Equal(withoutCallID(got.JSON), withoutCallID(want.JSON)) // c.tool: as a fresh service answers
 	}
 	is.True(!bytes.Equal(withoutCallID(mcpCall(s, "inspect_inputs", "").JSON), withoutCallID(before.JSON)))
-	is.Equal(mcpCall(s, "analyze", `{"expected_source_digest":"`+oldDigest+`"}`).Code, app.StaleContext)
-	is.Equal(mcpCall(s, "verify_result", `{"run_id":"r1"}`).Code, app.StaleSources)
+	is.Equal(mcpCall(s, "analyze", `{"expected_source_digest":"`+oldDigest+`"}`).Code, protocol.StaleContext)
+	is.Equal(mcpCall(s, "verify_result", `{"run_id":"r1"}`).Code, protocol.StaleSources)
 
 	newDigest := m.digest()
 	is.True(mcpCall(s, "analyze", `{"expected_source_digest":"`+newDigest+`","run_id":"r3"}`).OK())

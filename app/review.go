@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/metricproof/metricproof/app/ledger"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 )
 
@@ -21,7 +22,7 @@ type Review struct {
 	// Fault is the first fault: verification's, else the ledger's chain;
 	// nil when the run verified. FaultLine is the ledger line a
 	// LEDGER_TAMPERED fault names; 0 for any other.
-	Fault     *Error
+	Fault     *protocol.Error
 	FaultLine int64
 	// Checks are the checks in the order they ran, ending at the failing
 	// one; with --ledger the chain check comes last, as LedgerCheckName.
@@ -34,7 +35,7 @@ type Review struct {
 	TrustedKey bool
 	// Ledger is what the ledger says of the run; nil without --ledger.
 	Ledger *LedgerEvidence
-	// Disclaimer is the verification block of every response (protocol §3),
+	// Disclaimer is the verification block of every response,
 	// field by field in its key order.
 	Disclaimer []Disclaimed
 }
@@ -75,7 +76,7 @@ type LedgerEntry struct {
 	ResultSHA256 string
 }
 
-// Disclaimed is one field of the verification block of protocol §3.
+// Disclaimed is one field of the verification block.
 type Disclaimed struct {
 	Field, Value string
 }
@@ -83,7 +84,7 @@ type Disclaimed struct {
 // Disclaimer returns the verification block of every response, field by
 // field in its key order.
 func Disclaimer() []Disclaimed {
-	d := notClaimed()
+	d := protocol.NotClaimed()
 	return []Disclaimed{
 		{"native_bi", d.NativeBI},
 		{"host_cancellation", d.HostCancellation},
@@ -93,28 +94,30 @@ func Disclaimer() []Disclaimed {
 	}
 }
 
-// Review verifies the run the options name (--run-id) exactly as
-// verify_result does, checks the ledger's chain when --ledger is given,
-// and gathers the page. It writes nothing and changes no mode. The error
-// is for no page: an option fault (the output directory's place, a ledger
-// that cannot be read) or CANCELLED, wherever the signal stopped it (a
-// cancelled check found nothing at fault, so no page may say so); a run
-// missing, damaged or tampered with is the page's Fault.
-func (s *Service) Review(ctx context.Context) (r Review, e *Error) {
+// Review is the reviewer's page of run runID: it verifies
+// the run exactly as verify_result does, checks the ledger's chain when
+// --ledger is given, and gathers the page. It writes nothing and changes
+// no mode. The error is for no page: an option fault (the output
+// directory's place, a ledger that cannot be read) or CANCELLED, wherever
+// the signal stopped it (a cancelled check found nothing at fault, so no
+// page may say so); a run missing, damaged or tampered with is the page's
+// Fault.
+func (s *Service) Review(ctx context.Context, runID string) (r Review, err error) {
 	defer func() {
 		if recover() != nil {
-			r, e = Review{}, fail(InternalError, "the engine failed unexpectedly while it verified the run; nothing was written")
+			r, err = Review{}, protocol.Errorf(protocol.InternalError, "the engine failed unexpectedly while it verified the run; nothing was written")
 		}
 	}()
-	if _, e := s.outputLocation(false); e != nil {
-		return Review{}, e
+	if _, err := s.places.outputLocation(false); err != nil {
+		return Review{}, err
 	}
-	r = Review{RunID: s.opts.RunID, TrustedKey: s.trustedKey != nil, Disclaimer: Disclaimer()}
-	a, done, failed, fault := s.audit(ctx, r.RunID)
+	r = Review{RunID: runID, TrustedKey: s.trustedKey != nil, Disclaimer: Disclaimer()}
+	a, done, failed, aerr := s.audit(ctx, r.RunID)
 	for _, name := range done {
 		r.Checks = append(r.Checks, CheckOutcome{Name: name, Passed: true})
 	}
-	if fault != nil && fault.Code == Cancelled {
+	fault := protocol.ErrorOf(aerr)
+	if fault != nil && fault.Code == protocol.Cancelled {
 		return Review{}, fault
 	}
 	if fault != nil {
@@ -124,8 +127,8 @@ func (s *Service) Review(ctx context.Context) (r Review, e *Error) {
 		}
 	}
 	if s.ledger != "" {
-		if e := s.reviewLedger(ctx, &r, a); e != nil {
-			return Review{}, e
+		if err := s.reviewLedger(ctx, &r, a); err != nil {
+			return Review{}, err
 		}
 	}
 	if r.Fault == nil {
@@ -138,9 +141,9 @@ func (s *Service) Review(ctx context.Context) (r Review, e *Error) {
 // that committed the run: the first that names it (and, once the run
 // verified, its result's SHA256). A damaged chain is the page's fault
 // unless verification found one first.
-func (s *Service) reviewLedger(ctx context.Context, r *Review, a *audit) *Error {
+func (s *Service) reviewLedger(ctx context.Context, r *Review, a *audit) error {
 	ev := &LedgerEvidence{}
-	report, e := s.walkChain(ctx, func(line int64, rec ledger.Record) {
+	report, err := s.walkChain(ctx, func(line int64, rec ledger.Record) {
 		if ev.Record != nil || rec.RunID == nil || *rec.RunID != r.RunID || rec.ResultSHA256 == nil {
 			return // a record names a run exactly when it has its result's SHA256 (protocol §11.3)
 		}
@@ -153,8 +156,8 @@ func (s *Service) reviewLedger(ctx context.Context, r *Review, a *audit) *Error 
 		}
 		ev.Record, ev.Other = entry, nil
 	})
-	if e != nil {
-		return e
+	if err != nil {
+		return err
 	}
 	ev.Verified, ev.Records, ev.BadLine = report.Verified, report.Records, report.Line
 	r.Ledger = ev

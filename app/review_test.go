@@ -10,11 +10,12 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // parseOptions parses a command line as tool-runner does, --help aside.
-func parseOptions(cmd app.Command, args []string) (app.Options, *app.Error) {
+func parseOptions(cmd cli.Command, args []string) (cli.Options, *protocol.Error) {
 	o, _, e := cli.Parse(cmd, args)
 	return o, e
 }
@@ -24,35 +25,35 @@ func TestReportOptions(t *testing.T) {
 	tests := []struct {
 		name   string
 		args   []string
-		code   app.Code // "" when accepted
+		code   protocol.Code // "" when accepted
 		format string
 	}{
-		{"the default format", base, "", app.FormatMarkdown},
-		{"markdown", append(base, "--format", "markdown"), "", app.FormatMarkdown},
-		{"html, inline", append(base, "--format=html"), "", app.FormatHTML},
-		{"a trusted key and a ledger", append(base, "--trusted-key", "p.pem", "--ledger", "l"), "", app.FormatMarkdown},
-		{"an unknown format", append(base, "--format", "pdf"), app.InvalidOptions, ""},
-		{"a format in capitals", append(base, "--format", "HTML"), app.InvalidOptions, ""},
-		{"a repeated format", append(base, "--format", "html", "--format", "html"), app.InvalidOptions, ""},
-		{"a repeated run ID", append(base, "--run-id", "demo-001"), app.InvalidOptions, ""},
-		{"no run ID", base[:4], app.InvalidOptions, ""},
-		{"no output directory", []string{"--workspace", "ws", "--run-id", "r"}, app.InvalidOptions, ""},
-		{"no workspace", []string{"--output-dir", "runs", "--run-id", "r"}, app.MissingWorkspace, ""},
-		{"a run ID with a slash", []string{"--workspace", "ws", "--output-dir", "runs", "--run-id", "../r"}, app.InvalidOptions, ""},
-		{"a run ID with a space", []string{"--workspace", "ws", "--output-dir", "runs", "--run-id", "a b"}, app.InvalidOptions, ""},
-		{"a run ID of 65 characters", []string{"--workspace", "ws", "--output-dir", "runs", "--run-id", strings.Repeat("a", 65)}, app.InvalidOptions, ""},
-		{"a run ID starting with _", []string{"--workspace", "ws", "--output-dir", "runs", "--run-id", "_r"}, app.InvalidOptions, ""},
-		{"a run ID with markup", []string{"--workspace", "ws", "--output-dir", "runs", "--run-id", "<script>"}, app.InvalidOptions, ""},
-		{"an empty run ID", []string{"--workspace", "ws", "--output-dir", "runs", "--run-id="}, app.InvalidOptions, ""},
-		{"a signing key", append(base, "--signing-key", "k"), app.InvalidOptions, ""},
-		{"a cancel file", append(base, "--cancel-file", "c"), app.InvalidOptions, ""},
-		{"a list limit", append(base, "--list-limit", "3"), app.InvalidOptions, ""},
-		{"a positional argument", append(base, "extra"), app.InvalidOptions, ""},
+		{"the default format", base, "", cli.FormatMarkdown},
+		{"markdown", append(base, "--format", "markdown"), "", cli.FormatMarkdown},
+		{"html, inline", append(base, "--format=html"), "", cli.FormatHTML},
+		{"a trusted key and a ledger", append(base, "--trusted-key", "p.pem", "--ledger", "l"), "", cli.FormatMarkdown},
+		{"an unknown format", append(base, "--format", "pdf"), protocol.InvalidOptions, ""},
+		{"a format in capitals", append(base, "--format", "HTML"), protocol.InvalidOptions, ""},
+		{"a repeated format", append(base, "--format", "html", "--format", "html"), protocol.InvalidOptions, ""},
+		{"a repeated run ID", append(base, "--run-id", "demo-001"), protocol.InvalidOptions, ""},
+		{"no run ID", base[:4], protocol.InvalidOptions, ""},
+		{"no output directory", []string{"--workspace", "ws", "--run-id", "r"}, protocol.InvalidOptions, ""},
+		{"no workspace", []string{"--output-dir", "runs", "--run-id", "r"}, protocol.MissingWorkspace, ""},
+		{"a run ID with a slash", []string{"--workspace", "ws", "--output-dir", "runs", "--run-id", "../r"}, protocol.InvalidOptions, ""},
+		{"a run ID with a space", []string{"--workspace", "ws", "--output-dir", "runs", "--run-id", "a b"}, protocol.InvalidOptions, ""},
+		{"a run ID of 65 characters", []string{"--workspace", "ws", "--output-dir", "runs", "--run-id", strings.Repeat("a", 65)}, protocol.InvalidOptions, ""},
+		{"a run ID starting with _", []string{"--workspace", "ws", "--output-dir", "runs", "--run-id", "_r"}, protocol.InvalidOptions, ""},
+		{"a run ID with markup", []string{"--workspace", "ws", "--output-dir", "runs", "--run-id", "<script>"}, protocol.InvalidOptions, ""},
+		{"an empty run ID", []string{"--workspace", "ws", "--output-dir", "runs", "--run-id="}, protocol.InvalidOptions, ""},
+		{"a signing key", append(base, "--signing-key", "k"), protocol.InvalidOptions, ""},
+		{"a cancel file", append(base, "--cancel-file", "c"), protocol.InvalidOptions, ""},
+		{"a list limit", append(base, "--list-limit", "3"), protocol.InvalidOptions, ""},
+		{"a positional argument", append(base, "extra"), protocol.InvalidOptions, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			o, e := parseOptions(app.Report, tt.args)
+			o, e := parseOptions(cli.Report, tt.args)
 			if tt.code != "" {
 				is.True(e != nil)
 				is.Equal(e.Code, tt.code)
@@ -62,7 +63,7 @@ func TestReportOptions(t *testing.T) {
 			is.True(e == nil)
 			is.Equal(o.Format, tt.format)
 			is.Equal(o.RunID, "demo-001")
-			is.Equal(o.Command, app.Report)
+			is.True(o.ReadOnly) // the report writes nothing, to the ledger neither
 		})
 	}
 }
@@ -70,7 +71,7 @@ func TestReportOptions(t *testing.T) {
 // The report's options are unknown options to every other command, with
 // the very answer they gave before the report existed.
 func TestOtherCommandsRefuseTheReportsOptionsAsUnknown(t *testing.T) {
-	for _, cmd := range []app.Command{app.OneShot, app.MCP, app.LedgerCheck} {
+	for _, cmd := range []cli.Command{cli.OneShot, cli.MCP, cli.LedgerCheck} {
 		for _, opt := range []string{"--run-id", "--format"} {
 			is := is.New(t)
 			_, e := parseOptions(cmd, []string{"--workspace", "ws", opt, "x"})
@@ -82,18 +83,19 @@ func TestOtherCommandsRefuseTheReportsOptionsAsUnknown(t *testing.T) {
 }
 
 // review opens a service for tool-runner report and gathers its page.
-func (m *memWorkspace) review(args ...string) (app.Review, *app.Error) {
+func (m *memWorkspace) review(args ...string) (app.Review, *protocol.Error) {
 	m.t.Helper()
-	o, e := parseOptions(app.Report, append([]string{"--workspace", wsRoot}, args...))
+	o, e := parseOptions(cli.Report, append([]string{"--workspace", wsRoot}, args...))
 	if e != nil {
 		return app.Review{}, e
 	}
-	s, e := app.Open(o, m.wire)
-	if e != nil {
-		return app.Review{}, e
+	s, err := app.Open(o.Options, m.wire)
+	if err != nil {
+		return app.Review{}, protocol.ErrorOf(err)
 	}
 	defer s.Close()
-	return s.Review(context.Background())
+	r, err := s.Review(context.Background(), o.RunID)
+	return r, protocol.ErrorOf(err)
 }
 
 func checkNames(r app.Review) (names []string, passed []bool) {
@@ -154,7 +156,7 @@ func TestTheReviewVerifiesAsVerifyResultDoes(t *testing.T) {
 			}
 			is.True(!r.Verified())
 			is.Equal(string(r.Fault.Code), tt.code)
-			is.Equal(r.Fault.Code, app.Code(verify.code()))
+			is.Equal(r.Fault.Code, protocol.Code(verify.code()))
 			is.Equal(r.Fault.Message, verify.Body.Error.Message) // the same words
 			is.Equal(names[len(names)-1], tt.failed)
 			is.Equal(passed[len(passed)-1], false)
@@ -214,7 +216,7 @@ func TestTheReviewFindsTheRunsLedgerRecord(t *testing.T) {
 	r, e = m.review("--output-dir", "runs", "--run-id", "r1", "--ledger", "ledger.jsonl")
 	is.True(e == nil)
 	is.Equal(m.tree(), before)
-	is.Equal(r.Fault.Code, app.LedgerTampered)
+	is.Equal(r.Fault.Code, protocol.LedgerTampered)
 	is.Equal(r.FaultLine, int64(2)) // the line whose prev no longer matches
 	names, passed := checkNames(r)
 	is.Equal(names[len(names)-1], app.LedgerCheckName)
@@ -224,7 +226,7 @@ func TestTheReviewFindsTheRunsLedgerRecord(t *testing.T) {
 	// A ledger that does not exist is an option fault: no page.
 	_, e = m.review("--output-dir", "runs", "--run-id", "r1", "--ledger", "nope.jsonl")
 	is.True(e != nil)
-	is.Equal(e.Code, app.InvalidOptions)
+	is.Equal(e.Code, protocol.InvalidOptions)
 }
 
 // The places of the options are option faults, for no page.
@@ -232,12 +234,12 @@ func TestTheReviewRefusesOptionPlaces(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		code app.Code
+		code protocol.Code
 	}{
-		{"an output directory outside the workspace", []string{"--output-dir", "/elsewhere", "--run-id", "r1"}, app.PathBoundary},
-		{"an output directory that is a file", []string{"--output-dir", "data/groups.csv", "--run-id", "r1"}, app.InvalidOutput},
-		{"a ledger outside the workspace", []string{"--output-dir", "runs", "--run-id", "r1", "--ledger", "/elsewhere/l"}, app.PathBoundary},
-		{"a ledger in data", []string{"--output-dir", "runs", "--run-id", "r1", "--ledger", "data/l"}, app.PathBoundary},
+		{"an output directory outside the workspace", []string{"--output-dir", "/elsewhere", "--run-id", "r1"}, protocol.PathBoundary},
+		{"an output directory that is a file", []string{"--output-dir", "data/groups.csv", "--run-id", "r1"}, protocol.InvalidOutput},
+		{"a ledger outside the workspace", []string{"--output-dir", "runs", "--run-id", "r1", "--ledger", "/elsewhere/l"}, protocol.PathBoundary},
+		{"a ledger in data", []string{"--output-dir", "runs", "--run-id", "r1", "--ledger", "data/l"}, protocol.PathBoundary},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,7 +12,9 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/internal/testutil"
+	"github.com/metricproof/metricproof/ports"
 )
 
 // tree lists every path and file content of the in-memory workspace.
@@ -63,12 +65,12 @@ func TestARunFileIsReadExactlyAndNothingElseIs(t *testing.T) {
 	s := m.mcpService("--output-dir", "runs", "--ledger", "calls.jsonl")
 	before := m.tree()
 
-	for _, name := range app.RunFileNames()[:3] {
-		data, e := s.ReadRunFile(context.Background(), "r1", name, nil)
+	for _, name := range ports.RunFileNames()[:3] {
+		data, e := s.svc.ReadRunFile(context.Background(), "r1", name)
 		is.True(e == nil)
 		is.Equal(string(data), string(m.read("runs/r1/"+name))) // exact bytes
 	}
-	data, e := s.ReadRunFile(context.Background(), "four", "result.json", nil)
+	data, e := s.svc.ReadRunFile(context.Background(), "four", "result.json")
 	is.True(e == nil)
 	is.Equal(len(data), app.MaxSavedBytes) // exactly the limit is read
 
@@ -80,16 +82,17 @@ func TestARunFileIsReadExactlyAndNothingElseIs(t *testing.T) {
 		{"dir-result", "result.json"}, // not a regular file
 		{"big", "result.json"},        // over 4 MiB
 	} {
-		_, e := s.ReadRunFile(context.Background(), tt.run, tt.name, nil)
-		is.True(e != nil)                   // tt
-		is.Equal(e.Code, app.MissingResult) // not found
+		_, err := s.svc.ReadRunFile(context.Background(), tt.run, tt.name)
+		e := protocol.ErrorOf(err)
+		is.True(e != nil)                        // tt
+		is.Equal(e.Code, protocol.MissingResult) // not found
 		is.True(!strings.Contains(e.Message, wsRoot))
 	}
 	is.Equal(m.tree(), before) // nothing written, no ledger record
 
 	for _, args := range [][]string{{}, {"--output-dir", "not-yet"}} {
-		_, e := m.mcpService(args...).ReadRunFile(context.Background(), "r1", "result.json", nil)
-		is.Equal(e.Code, app.MissingResult) // no output directory: no runs
+		_, err := m.mcpService(args...).svc.ReadRunFile(context.Background(), "r1", "result.json")
+		is.Equal(protocol.ErrorOf(err).Code, protocol.MissingResult) // no output directory: no runs
 	}
 }
 
@@ -115,19 +118,19 @@ func TestRunsAreListedSortedAPageAtATime(t *testing.T) {
 	var got []string
 	after, pages := "", 0
 	for {
-		runs, more, e := s.Runs(context.Background(), after, 100)
+		runs, more, e := s.svc.Runs(context.Background(), after, 100)
 		is.True(e == nil)
 		pages++
 		for _, r := range runs {
-			got = append(got, r.RunID)
-			is.Equal(r.ResultBytes, int64(len(m.read("runs/"+r.RunID+"/result.json")))) // its size
+			got = append(got, r.Name)
+			is.Equal(r.ResultBytes, int64(len(m.read("runs/"+r.Name+"/result.json")))) // its size
 		}
 		if !more {
 			is.True(len(runs) <= 100)
 			break
 		}
 		is.Equal(len(runs), 100) // a full page
-		after = runs[len(runs)-1].RunID
+		after = runs[len(runs)-1].Name
 	}
 	is.Equal(pages, 3)
 	wantSorted := append([]string{"r-real"}, want[:249]...)
@@ -137,6 +140,6 @@ func TestRunsAreListedSortedAPageAtATime(t *testing.T) {
 	is.Equal(got, wantSorted) // sorted by ID, the rest left out
 	is.Equal(m.tree(), before)
 
-	runs, more, e := m.mcpService().Runs(context.Background(), "", 100)
+	runs, more, e := m.mcpService().svc.Runs(context.Background(), "", 100)
 	is.True(e == nil && !more && len(runs) == 0) // without --output-dir, none
 }

@@ -5,42 +5,75 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/metricproof/metricproof/app/jsonout"
 	"github.com/metricproof/metricproof/app/jsonvalue"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
 
-// The files of a run directory, in the order analyze writes them and
-// verify_result reads them (protocol §6, §10).
-const (
-	ResultFile      = ports.ResultFile
-	ReceiptFile     = ports.ReceiptFile
-	ChecksumsFile   = ports.ChecksumsFile
-	AttestationFile = ports.AttestationFile
-)
+// The saved files of a run (protocol §6.4): result.json, receipt.json,
+// checksums.json and, in a signed run, attestation.json (ports names
+// them). Each is in the one saved layout: two-space indentation, keys in
+// the struct's declared order (maps sorted), no HTML escaping, one
+// trailing newline. The same value always gives the same bytes, which is
+// what makes result.json reproducible.
 
-// savedFiles returns the names verify_result reads from a run: the three
-// every run holds, then the attestation a signed run holds.
-func savedFiles() []string { return []string{ResultFile, ReceiptFile, ChecksumsFile, AttestationFile} }
+// RunFile is one file of a committed run.
+type RunFile struct {
+	RunID, Name string
+	// Size is its length in bytes.
+	Size int
+}
 
 // MaxSavedBytes is the read-back limit of each saved file.
 const MaxSavedBytes = 4 << 20
 
-// savedIndent is the one layout of every saved JSON file: two-space
-// indentation, keys in the struct's declared order (maps sorted), no HTML
-// escaping, one trailing newline. The same value always gives the same
-// bytes, which is what makes result.json reproducible.
-const savedIndent = "  "
-
-// encodeSaved encodes v in the saved layout, by JSON v2 (encode.go), or by
-// encoding/json when v2 refuses it (a string that is not UTF-8).
+// encodeSaved encodes v in the saved layout.
 func encodeSaved(v any) ([]byte, error) {
-	w := jsonOut{indent: true}
-	if w.value(v, 1024) != nil {
-		return marshal(v, savedIndent)
+	b, err := jsonout.Append(make([]byte, 0, 1024), v, true)
+	if err != nil {
+		return nil, err
 	}
-	return append(w.b, '\n'), nil
+	return append(b, '\n'), nil
+}
+
+// encodeResult writes result.json, whose size is about sizeHint.
+func encodeResult(r *domain.Result, sizeHint int) []byte {
+	b, err := jsonout.Append(make([]byte, 0, sizeHint), r, true)
+	if err != nil {
+		panic(err) // a result holds strings, integers and lists only
+	}
+	return append(b, '\n')
+}
+
+// ResultSizeHint is a close upper bound of a result's JSON size, in the
+// saved layout (indented) or compact, so that its buffer is allocated
+// once: the contributions, subjects and keys are nearly all of it.
+func ResultSizeHint(r *domain.Result, indented bool) int {
+	perRow, perID := 48, 4 // the keys and punctuation around each
+	if indented {
+		perRow, perID = 90, 12 // and the indentation
+	}
+	n := 4096
+	for i := range r.Revenue.Contributions {
+		c := &r.Revenue.Contributions[i]
+		n += perRow + len(c.TransactionID)
+		if c.NetRevenue != nil {
+			n += len(*c.NetRevenue)
+		}
+	}
+	for _, list := range [][]string{r.CustomerJoin.DuplicateKeys, r.CustomerJoin.UnmatchedKeys} {
+		for _, id := range list {
+			n += perID + len(id)
+		}
+	}
+	for _, b := range r.Release.Blockers {
+		for _, id := range b.Subjects {
+			n += perID + len(id)
+		}
+	}
+	return n
 }
 
 // Receipt binds a run to its sources, engine and result.
@@ -58,7 +91,7 @@ type Receipt struct {
 	Signer *Signer `json:"signer,omitempty"`
 }
 
-// Signer is the key of a signed run (protocol §10).
+// Signer is the key of a signed run.
 type Signer struct {
 	// KeyID is the lowercase hex SHA256 of the public key's SPKI DER.
 	KeyID string `json:"key_id"`
@@ -99,20 +132,6 @@ func BuildOf(id ports.EngineIdentity) Build {
 		ModuleVersion: optional(id.ModuleVersion),
 		VCSRevision:   optional(id.VCSRevision),
 		VCSModified:   id.VCSModified,
-	}
-}
-
-func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, resultSHA256 string, now time.Time) Receipt {
-	return Receipt{
-		ProtocolVersion: ProtocolVersion,
-		RunID:           runID,
-		DefinitionID:    domain.DefinitionID,
-		Sources:         snap.hashes(),
-		SourceDigest:    snap.digest(),
-		EngineSHA256:    engine.SHA256,
-		ResultSHA256:    resultSHA256,
-		CreatedAt:       now.UTC().Format(createdAtLayout),
-		Build:           BuildOf(engine),
 	}
 }
 

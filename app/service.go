@@ -5,40 +5,17 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"io"
-	"sync/atomic"
+	"time"
 
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/ports"
 )
 
-// Ports are the adapters the use cases run on.
-type Ports struct {
-	Sources  ports.SourceReader
-	Paths    ports.PathResolver
-	Evidence ports.EvidenceStore
-	// Ledger keeps the call ledger; needed only with --ledger.
-	Ledger ports.LedgerStore
-	// Keys reads the signing keys; needed only with --signing-key or
-	// --trusted-key.
-	Keys   ports.KeyReader
-	Cancel ports.Canceller
-	Clock  ports.Clock
-	Engine ports.Engine
-}
-
-// Wire opens the adapters for the operator's options: the composition
-// root's one job. It reports ports.ErrMissing or ports.ErrNotDir when the
-// workspace is not an existing directory. The closer releases what it
-// opened.
-type Wire func(Options) (Ports, io.Closer, error)
-
-// Service runs the three tools over one set of ports for one operator's
-// options. A transport opens it once ([Open]), hands it every call
-// ([Service.Serve]), and closes it. It is safe for concurrent calls: at
-// most [ComputeSlots] of them compute at once, the rest wait in arrival
-// order (protocol §9, Load); analyze commits of one service are serialized,
-// since the writer lock excludes other processes, and would refuse a
-// second call of this one as OUTPUT_BUSY.
+// Service holds the use cases over one set of ports for one operator's
+// options. It is safe for concurrent use, but for one rule: analyze
+// commits of one service on one output directory must take turns (a
+// second would meet the first's writer lock, held by this very process,
+// and answer OUTPUT_BUSY), which package app/call sees to.
 type Service struct {
 	p      Ports
 	closer io.Closer
@@ -53,48 +30,39 @@ type Service struct {
 	// key verify_result accepts. Either may be nil.
 	signingKey ed25519.PrivateKey
 	trustedKey ed25519.PublicKey
-	// compute admits at most ComputeSlots calls (and resource reads, see
-	// Compute) at a time, in arrival order.
-	slots *turns
-	// commits is the output directory's commit turn: one analyze at a
-	// time, taken before it reads anything and before its compute slot,
-	// so that an analyze waiting for it holds no slot.
-	commits *turns
-	// The ledger's lock needs no mutex here: the store queues this
-	// process's callers itself (ports.LedgerStore).
-	// memo is the last computation from sources read (memo.go).
-	memo atomic.Pointer[memo]
+	sources    sources
+	places     places
 }
 
 // Open wires the ports for the options and checks what every call needs
-// before standard input is read: the workspace (MISSING_WORKSPACE), the
-// keys (INVALID_OPTIONS), and the ledger's place (PATH_BOUNDARY,
+// before any input is read: the workspace (MISSING_WORKSPACE), the keys
+// (INVALID_OPTIONS), and the ledger's place (PATH_BOUNDARY,
 // INVALID_OUTPUT). Its faults are never recorded in the ledger.
-func Open(o Options, wire Wire) (s *Service, e *Error) {
+func Open(o Options, wire Wire) (s *Service, err error) {
 	defer func() {
 		if recover() != nil {
-			s, e = nil, fail(InternalError, "the engine failed unexpectedly while it started")
+			s, err = nil, protocol.Errorf(protocol.InternalError, "the engine failed unexpectedly while it started")
 		}
 	}()
-	p, closer, err := wire(o)
-	if err != nil {
-		return nil, classify(openingWorkspace, "", err)
+	p, closer, werr := wire(o)
+	if werr != nil {
+		return nil, workspaceFault(werr)
 	}
-	s = &Service{p: p, closer: closer, opts: o, slots: newTurns(ComputeSlots()), commits: newTurns(1)}
-	if e := s.readKeys(); e != nil {
+	s = &Service{p: p, closer: closer, opts: o, sources: sources{port: p.Sources}, places: places{paths: p.Paths, opts: o}}
+	if err := s.readKeys(); err != nil {
 		s.Close()
-		return nil, e
+		return nil, err
 	}
 	if o.Ledger != "" {
-		rel, e := s.ledgerLocation()
-		if e != nil {
+		rel, err := s.places.ledgerLocation()
+		if err != nil {
 			s.Close()
-			return nil, e
+			return nil, err
 		}
 		l, err := p.Ledger.OpenLedger(rel)
 		if err != nil {
 			s.Close()
-			return nil, classify(resolvingLedger, "", err)
+			return nil, ledgerPlaceFault(err)
 		}
 		s.ledger, s.ledgerFile = rel, l
 	}
@@ -113,176 +81,111 @@ func (s *Service) Close() error {
 	return errors.Join(err, s.closer.Close())
 }
 
+// Now is the service's clock, which call IDs are stamped with.
+func (s *Service) Now() time.Time { return s.p.Clock.Now() }
+
+// CheckPaths checks every operator path as the calls will: the output
+// directory against the write boundary, the cancel file and the ledger
+// inside theirs, and hashes the engine. A server runs it at start, so
+// that a server that could answer no analyze does not start; each call
+// checks again.
+func (s *Service) CheckPaths() error {
+	if s.opts.OutputDir != "" {
+		if _, err := s.places.outputLocation(true); err != nil {
+			return err
+		}
+	}
+	if s.opts.CancelFile != "" {
+		if _, err := s.p.Cancel.Cancelled(context.Background()); err != nil {
+			return markerFault(err)
+		}
+	}
+	if s.ledger != "" {
+		if _, err := s.places.ledgerLocation(); err != nil {
+			return err
+		}
+	}
+	if _, err := s.p.Engine.Identity(); err != nil {
+		return engineFault()
+	}
+	return nil
+}
+
+// checkCancel answers CANCELLED when the caller's context is done (the
+// transport's cancellation: a signal, an MCP notifications/cancelled) or
+// the operator's marker exists. point names the check in the message.
+func (s *Service) checkCancel(ctx context.Context, point string) error {
+	if ctx.Err() != nil {
+		return protocol.Errorf(protocol.Cancelled, "the call was cancelled (checked %s); it stopped and nothing was committed", point)
+	}
+	cancelled, err := s.p.Cancel.Cancelled(ctx)
+	if err != nil {
+		return markerFault(err)
+	}
+	if cancelled {
+		return protocol.Errorf(protocol.Cancelled, "the cancel file exists (checked %s); the call stopped and nothing was committed", point)
+	}
+	if ctx.Err() != nil { // cancelled while the marker was looked at
+		return protocol.Errorf(protocol.Cancelled, "the call was cancelled (checked %s); it stopped and nothing was committed", point)
+	}
+	return nil
+}
+
+// needsOutputDir refuses a tool that reads or writes runs when the
+// operator gave no output directory.
+func (s *Service) needsOutputDir(tool string) error {
+	if s.opts.OutputDir == "" {
+		return protocol.Errorf(protocol.MissingContext, "%s needs --output-dir, chosen by the operator", tool)
+	}
+	return nil
+}
+
+// warmEngine takes the engine's hash on another core while this one reads
+// and computes: it is needed later (the receipt, verify's engine check, a
+// ledger record) and costs one pass over the executable. Identity runs
+// once; the later call waits for this one, and meets a panic there too.
+func (s *Service) warmEngine() {
+	go func() {
+		defer func() { _ = recover() }()
+		_, _ = s.p.Engine.Identity()
+	}()
+}
+
 // readKeys reads the signing and trusted keys the options name.
-func (s *Service) readKeys() *Error {
+func (s *Service) readKeys() error {
 	if s.opts.SigningKey != "" {
 		k, err := s.p.Keys.SigningKey(s.opts.SigningKey)
 		if err != nil {
-			return classify(readingSigningKey, "", err)
+			return keyFault(false, err)
 		}
 		s.signingKey = k
 	}
 	if s.opts.TrustedKey != "" {
 		k, err := s.p.Keys.TrustedKey(s.opts.TrustedKey)
 		if err != nil {
-			return classify(readingTrustedKey, "", err)
+			return keyFault(true, err)
 		}
 		s.trustedKey = k
 	}
 	return nil
 }
 
-// CheckPaths checks every operator path as the calls will: the output
-// directory against the write boundary, the cancel file and the ledger
-// inside theirs, and hashes the engine. The MCP server runs it at start,
-// so that a server that could answer no analyze does not start; each call
-// checks again.
-func (s *Service) CheckPaths() *Error {
-	if s.opts.OutputDir != "" {
-		if _, e := s.outputLocation(true); e != nil {
-			return e
-		}
+// keyFault is a key file that could not be read as the key its option
+// names: the signing key, or the trusted key.
+func keyFault(trusted bool, err error) *protocol.Error {
+	option, want, how := "--signing-key", "an Ed25519 private key in PKCS#8 PEM, unencrypted and alone in its file (a public key goes to --trusted-key)", "make one with openssl genpkey -algorithm ed25519, then chmod 600"
+	if trusted {
+		option, want, how = "--trusted-key", "an Ed25519 public key in SPKI PEM, alone in its file (a private key goes to --signing-key)", "make it from the signer's private key with openssl pkey -pubout"
 	}
-	if s.opts.CancelFile != "" {
-		if _, err := s.p.Cancel.Cancelled(context.Background()); err != nil {
-			return classify(checkingMarker, "", err)
-		}
+	switch {
+	case errors.Is(err, ports.ErrMissing):
+		return protocol.Errorf(protocol.InvalidOptions, "the file of %s does not exist; give the path of an existing key file, or %s", option, how)
+	case errors.Is(err, ports.ErrNotRegular):
+		return protocol.Errorf(protocol.InvalidOptions, "the file of %s is not a regular file; give the path of the key file itself", option)
+	case errors.Is(err, ports.ErrKeyExposed):
+		return protocol.Errorf(protocol.InvalidOptions, "the file of %s grants access to group or others; make it private with chmod 600 (and make a new key if others may have read it)", option)
+	case errors.Is(err, ports.ErrKeyFormat):
+		return protocol.Errorf(protocol.InvalidOptions, "the file of %s is not %s; %s", option, want, how)
 	}
-	if s.ledger != "" {
-		if _, e := s.ledgerLocation(); e != nil {
-			return e
-		}
-	}
-	if _, err := s.p.Engine.Identity(); err != nil {
-		return classify(identifyingEngine, "", err)
-	}
-	return nil
+	return protocol.Errorf(protocol.InvalidOptions, "the file of %s could not be read%s; check that this user may read it", option, because(err))
 }
-
-// Serve answers one call: the ledger's pre-check, the request checks of
-// protocol §2 (and §9 over MCP), the tool, and the ledger's record, appended
-// before the answer is returned. Every path, a recovered panic included,
-// ends in exactly one Answer.
-func (s *Service) Serve(ctx context.Context, in Input) (a Answer) {
-	adm := s.arrive(in)
-	if in.Arrived != nil {
-		in.Arrived()
-	}
-	defer func() {
-		if in.Keep != nil {
-			in.Keep(adm.release)
-		} else {
-			adm.release()
-		}
-	}()
-	var o outcome // the call as heard, for an answer to a panic below
-	defer func() {
-		if recover() != nil {
-			e := fail(InternalError, "the engine failed unexpectedly; nothing was committed by this failure")
-			if o.committed != "" {
-				e = fail(InternalError, "the engine failed unexpectedly after run %s was committed; it stays committed: check it with verify_result", o.committed)
-			}
-			a = refused(o.call, e).answer()
-		}
-	}()
-	hold := &ledgerHold{}
-	defer hold.release()
-	o, recordable := s.decide(ctx, in, adm, hold)
-	a = o.answer()
-	if s.ledger == "" || !recordable || hold.unrecorded {
-		return a
-	}
-	return s.record(in, o, a, hold)
-}
-
-// decide runs a call to its outcome. recordable is false for the answers
-// the ledger cannot hold: a ledger that failed its pre-check. hold is the
-// call's hold on the ledger's lock, which analyze may take.
-func (s *Service) decide(ctx context.Context, in Input, adm *admission, hold *ledgerHold) (o outcome, recordable bool) {
-	var c call
-	defer func() {
-		if recover() != nil {
-			o, recordable = refused(c, fail(InternalError, "the engine failed unexpectedly; nothing was committed by this failure")), true
-		}
-	}()
-	c = in.Transport.heard(s, in)
-	if e := s.CheckLedger(ctx); e != nil {
-		return refused(c, e), false
-	}
-	c, e := in.Transport.decode(c, in)
-	if e != nil {
-		return refused(c, e), true
-	}
-	return s.run(ctx, c, adm, hold), true
-}
-
-// run runs a call that passed every request check, once it has its turn.
-func (s *Service) run(ctx context.Context, c call, adm *admission, hold *ledgerHold) outcome {
-	if c.Tool != protocol.ToolInspect && s.opts.OutputDir == "" {
-		return refused(c, fail(MissingContext, "%s needs --output-dir, chosen by the operator", c.Tool))
-	}
-	if c.Tool == protocol.ToolAnalyze {
-		defer adm.leaveCommits()
-	}
-	if e := adm.take(ctx, c.Tool); e != nil {
-		return refused(c, e)
-	}
-	if c.Tool != protocol.ToolInspect || s.ledger != "" {
-		// The engine's hash is needed later (the receipt, check 6, the
-		// record) and costs one pass over the executable: take it on
-		// another core while this one reads and computes. Identity runs
-		// once; the later call waits for this one.
-		go func() {
-			defer func() { _ = recover() }() // the later call meets it again, and answers it
-			_, _ = s.p.Engine.Identity()
-		}()
-	}
-	o := outcome{call: c}
-	switch c.Tool {
-	case protocol.ToolInspect:
-		o.result, o.err = s.inspect(ctx)
-	case protocol.ToolAnalyze:
-		var run committedRun
-		// Over MCP the answer holds only the first K of each list: the
-		// whole result is not encoded ahead for it.
-		run, o.err = s.analyze(ctx, c.ID, c.Digest, !c.cut, hold)
-		o.result, o.resultJSON, o.artifacts, o.committed, o.resultSHA256 = run.result, run.resultJSON, run.artifacts, run.id, run.resultSHA256
-		o.files = run.files
-	case protocol.ToolVerify:
-		var v VerifyResult
-		var resultSize int
-		v, resultSize, o.err = s.verify(ctx, c.RunID)
-		o.result, o.files = v, []RunFile{{RunID: c.RunID, Name: ResultFile, Size: resultSize}}
-	}
-	if o.err != nil {
-		return refused(c, o.err)
-	}
-	return o
-}
-
-// checkCancel answers CANCELLED when the caller's context is done (the
-// transport's cancellation: a signal, an MCP notifications/cancelled) or
-// the operator's marker exists. point names the check in the message.
-func (s *Service) checkCancel(ctx context.Context, point string) *Error {
-	if ctx.Err() != nil {
-		return classify(checkingCancel, "", found("the call was cancelled (checked %s); it stopped and nothing was committed", point))
-	}
-	cancelled, err := s.p.Cancel.Cancelled(ctx)
-	if err != nil {
-		return classify(checkingMarker, "", err)
-	}
-	if cancelled {
-		return classify(checkingCancel, "", found("the cancel file exists (checked %s); the call stopped and nothing was committed", point))
-	}
-	if ctx.Err() != nil { // cancelled while the marker was looked at
-		return classify(checkingCancel, "", found("the call was cancelled (checked %s); it stopped and nothing was committed", point))
-	}
-	return nil
-}
-
-// newCallID assigns a call ID from the clock.
-func (s *Service) newCallID() string { return callID(s.p.Clock.Now()) }
-
-// ListLimit is K of protocol §9, the length the MCP answers cut their lists
-// to, for the options in force.
-func (s *Service) ListLimit() int { return s.opts.ListLimit }

@@ -20,20 +20,19 @@ type VerifyResult struct {
 	Checks          []string `json:"checks"`
 }
 
-// check is one step of verification: a name for the success record, the
-// step whose row of [classify] gives its fault a code, and a function that
-// either passes or says what it found. A check with applies runs only when
-// applies says so, and is listed only when it ran.
+// check is one step of verification: a name for the success record and
+// a function that either passes or returns the fault it found, with its
+// code. A check with applies runs only when applies says so, and is
+// listed only when it ran.
 type check struct {
 	name    string
-	step    step
 	run     func(*audit) error
 	applies func(*audit) bool
 }
 
 // Checks returns the names of verify_result's checks in the order they run
-// (protocol §6, §10); the first that fails is the answer. signature_valid runs
-// only for a signed run or under --trusted-key.
+// (protocol §6.3, §10.4); the first that fails is the answer. signature_valid
+// runs only for a signed run or under --trusted-key.
 func Checks() []string {
 	var names []string
 	for _, c := range checks() {
@@ -42,17 +41,17 @@ func Checks() []string {
 	return names
 }
 
-// checks is the declared order of verification, walked by verify.
+// checks is the declared order of verification, walked by audit.
 func checks() []check {
 	return []check{
-		{name: "run_present", step: checkingPresence, run: (*audit).present},
-		{name: "saved_files_valid", step: checkingShapes, run: (*audit).shapes},
-		{name: "receipt_bound", step: bindingReceipt, run: (*audit).receiptBound},
-		{name: "result_bound", step: bindingResult, run: (*audit).resultBound},
-		{name: "signature_valid", step: checkingSignature, run: (*audit).signatureValid, applies: (*audit).signed},
-		{name: "sources_unchanged", step: checkingSources, run: (*audit).sourcesUnchanged},
-		{name: "engine_unchanged", step: checkingEngine, run: (*audit).engineUnchanged},
-		{name: "result_recomputed", step: recomputing, run: (*audit).recomputed},
+		{name: "run_present", run: (*audit).present},
+		{name: "saved_files_valid", run: (*audit).shapes},
+		{name: "receipt_bound", run: (*audit).receiptBound},
+		{name: "result_bound", run: (*audit).resultBound},
+		{name: "signature_valid", run: (*audit).signatureValid, applies: (*audit).signed},
+		{name: "sources_unchanged", run: (*audit).sourcesUnchanged},
+		{name: "engine_unchanged", run: (*audit).engineUnchanged},
+		{name: "result_recomputed", run: (*audit).recomputed},
 	}
 }
 
@@ -93,23 +92,27 @@ func (a *audit) recompute() {
 		return
 	}
 	a.recomputedOnce = true
-	if a.snap, a.readErr = a.s.readSources(); a.readErr != nil {
+	if a.snap, a.readErr = a.s.sources.read(); a.readErr != nil {
 		return
 	}
-	if _, a.fresh, a.computeErr = a.s.compute(a.snap); a.computeErr != nil {
+	if _, a.fresh, a.computeErr = a.s.sources.compute(a.snap); a.computeErr != nil {
 		return
 	}
-	a.freshBytes, a.freshSum = a.s.savedResult(a.snap, &a.fresh, len(a.result))
+	a.freshBytes, a.freshSum = a.s.sources.savedResult(a.snap, &a.fresh, len(a.result))
 }
 
-// verify re-reads the run O/runID, checks every byte and binding against
-// the current sources and engine, recomputes the result, and names the
-// first fault. It writes nothing. resultSize is the length of the run's
-// result.json.
-func (s *Service) verify(ctx context.Context, runID string) (_ VerifyResult, resultSize int, _ *Error) {
-	a, done, _, e := s.audit(ctx, runID)
-	if e != nil {
-		return VerifyResult{}, 0, e
+// Verify is verify_result: it re-reads the run O/runID,
+// checks every byte and binding against the current sources and engine,
+// recomputes the result, and names the first fault. It writes nothing.
+// The run file is the run's result.json, which the answer is about.
+func (s *Service) Verify(ctx context.Context, runID string) (VerifyResult, RunFile, error) {
+	if err := s.needsOutputDir(protocol.ToolVerify); err != nil {
+		return VerifyResult{}, RunFile{}, err
+	}
+	s.warmEngine()
+	a, done, _, err := s.audit(ctx, runID)
+	if err != nil {
+		return VerifyResult{}, RunFile{}, err
 	}
 	return VerifyResult{
 		RunID:           runID,
@@ -118,7 +121,7 @@ func (s *Service) verify(ctx context.Context, runID string) (_ VerifyResult, res
 		ReleaseEligible: a.parsedResult.Release.Eligible,
 		HumanApproval:   domain.HumanApprovalNone,
 		Checks:          done,
-	}, len(a.result), nil
+	}, RunFile{RunID: runID, Name: ports.ResultFile, Size: len(a.result)}, nil
 }
 
 // audit runs verify's checks on O/runID in their declared order and
@@ -126,20 +129,20 @@ func (s *Service) verify(ctx context.Context, runID string) (_ VerifyResult, res
 // names the check that failed ("" when the fault came before any check:
 // a cancellation, the output directory's place). a is nil when no check
 // ran. verify_result and the reviewer's page both run it.
-func (s *Service) audit(ctx context.Context, runID string) (a *audit, done []string, failed string, _ *Error) {
-	if e := s.checkCancel(ctx, "before work"); e != nil {
-		return nil, nil, "", e
+func (s *Service) audit(ctx context.Context, runID string) (a *audit, done []string, failed string, _ error) {
+	if err := s.checkCancel(ctx, "before work"); err != nil {
+		return nil, nil, "", err
 	}
-	out, e := s.outputLocation(false)
-	if e != nil {
-		return nil, nil, "", e
+	out, err := s.places.outputLocation(false)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	a = &audit{s: s, runID: runID}
 	if out.Exists {
-		var err error
-		a.run, err = s.p.Evidence.ReadRun(out.Rel, runID, savedFiles(), MaxSavedBytes)
-		if err != nil {
-			return a, nil, checks()[0].name, classify(readingRun, runID, err)
+		var rerr error
+		a.run, rerr = s.p.Evidence.ReadRun(out.Rel, runID, ports.RunFileNames(), MaxSavedBytes)
+		if rerr != nil {
+			return a, nil, checks()[0].name, runFault(runID, "", rerr)
 		}
 	}
 	for _, c := range checks() {
@@ -147,7 +150,7 @@ func (s *Service) audit(ctx context.Context, runID string) (a *audit, done []str
 			continue
 		}
 		if err := c.run(a); err != nil {
-			return a, done, c.name, classify(c.step, runID, err)
+			return a, done, c.name, err
 		}
 		done = append(done, c.name)
 	}
@@ -157,11 +160,11 @@ func (s *Service) audit(ctx context.Context, runID string) (a *audit, done []str
 // present: the run exists and none of its three files is missing.
 func (a *audit) present() error {
 	if !a.run.Exists {
-		return found("there is no run %s in the output directory", a.runID)
+		return protocol.Errorf(protocol.MissingResult, "there is no run %s in the output directory", a.runID)
 	}
 	for _, f := range a.run.Files {
-		if f.Name != AttestationFile && errors.Is(f.Err, ports.ErrMissing) {
-			return about(f.Name, f.Err)
+		if f.Name != ports.AttestationFile && errors.Is(f.Err, ports.ErrMissing) {
+			return protocol.Errorf(protocol.MissingResult, "run %s has no %s", a.runID, f.Name)
 		}
 	}
 	return nil
@@ -171,41 +174,48 @@ func (a *audit) present() error {
 // file within the limit holding strict JSON of its shape. The
 // attestation's own shape is the signature check's to judge.
 func (a *audit) shapes() error {
+	invalid := func(format string, args ...any) error {
+		return protocol.Errorf(protocol.InvalidSavedResult, format, args...)
+	}
 	if !a.run.Dir {
-		return found("run %s is not a directory", a.runID)
+		return invalid("run %s is not a directory", a.runID)
 	}
 	data := map[string][]byte{}
 	for _, f := range a.run.Files {
 		switch {
 		case f.Err == nil:
 			data[f.Name] = f.Data
-		case f.Name == AttestationFile && errors.Is(f.Err, ports.ErrMissing):
+		case f.Name == ports.AttestationFile && errors.Is(f.Err, ports.ErrMissing):
+		case errors.Is(f.Err, ports.ErrNotRegular):
+			return invalid("%s of run %s is not a regular file", f.Name, a.runID)
+		case errors.Is(f.Err, ports.ErrTooLarge):
+			return invalid("%s of run %s is larger than %d bytes", f.Name, a.runID, MaxSavedBytes)
 		default:
-			return about(f.Name, f.Err)
+			return runFault(a.runID, f.Name, f.Err)
 		}
 	}
 	if a.run.Extra {
 		// Worded as before signing existed for a run without an
 		// attestation, so unsigned runs answer byte for byte as they did.
-		if data[AttestationFile] == nil {
-			return found("run %s holds an entry analyze never writes; a run is exactly %s, %s and %s", a.runID, ResultFile, ReceiptFile, ChecksumsFile)
+		if data[ports.AttestationFile] == nil {
+			return invalid("run %s holds an entry analyze never writes; a run is exactly %s, %s and %s", a.runID, ports.ResultFile, ports.ReceiptFile, ports.ChecksumsFile)
 		}
-		return found("run %s holds an entry analyze never writes; a signed run is exactly %s, %s, %s and %s", a.runID, ResultFile, ReceiptFile, ChecksumsFile, AttestationFile)
+		return invalid("run %s holds an entry analyze never writes; a signed run is exactly %s, %s, %s and %s", a.runID, ports.ResultFile, ports.ReceiptFile, ports.ChecksumsFile, ports.AttestationFile)
 	}
-	a.result, a.receipt, a.checksums, a.attestation = data[ResultFile], data[ReceiptFile], data[ChecksumsFile], data[AttestationFile]
+	a.result, a.receipt, a.checksums, a.attestation = data[ports.ResultFile], data[ports.ReceiptFile], data[ports.ChecksumsFile], data[ports.AttestationFile]
 	a.recompute()
 	a.resultIsFresh = a.freshBytes != nil && bytes.Equal(a.freshBytes, a.result)
 	switch {
 	case a.resultIsFresh:
 		a.parsedResult = a.fresh // this engine's own encoding: strict JSON of the shape
 	case !decodeShape(a.result, &a.parsedResult):
-		return found("%s of run %s is not strict JSON of a result's shape", ResultFile, a.runID)
+		return invalid("%s of run %s is not strict JSON of a result's shape", ports.ResultFile, a.runID)
 	}
 	switch {
 	case !decodeShape(a.receipt, &a.parsedReceipt) || !validReceipt(a.parsedReceipt):
-		return found("%s of run %s is not strict JSON of a receipt's shape", ReceiptFile, a.runID)
+		return invalid("%s of run %s is not strict JSON of a receipt's shape", ports.ReceiptFile, a.runID)
 	case !decodeShape(a.checksums, &a.parsedChecksums) || !protocol.IsDigest(a.parsedChecksums.Receipt) || !protocol.IsDigest(a.parsedChecksums.Result):
-		return found("%s of run %s is not strict JSON of a checksum map's shape", ChecksumsFile, a.runID)
+		return invalid("%s of run %s is not strict JSON of a checksum map's shape", ports.ChecksumsFile, a.runID)
 	}
 	return nil
 }
@@ -213,18 +223,21 @@ func (a *audit) shapes() error {
 // receiptBound: the receipt's bytes match the checksum map, and its fields
 // agree with the run and with themselves.
 func (a *audit) receiptBound() error {
+	tampered := func(format string, args ...any) error {
+		return protocol.Errorf(protocol.ReceiptTampered, format, args...)
+	}
 	r := a.parsedReceipt
 	switch {
 	case domain.SHA256Hex(a.receipt) != a.parsedChecksums.Receipt:
-		return found("the bytes of %s differ from %s", ReceiptFile, ChecksumsFile)
+		return tampered("the bytes of %s differ from %s", ports.ReceiptFile, ports.ChecksumsFile)
 	case r.RunID != a.runID:
-		return found("%s names another run ID", ReceiptFile)
-	case r.ProtocolVersion != ProtocolVersion:
-		return found("%s names another protocol version", ReceiptFile)
+		return tampered("%s names another run ID", ports.ReceiptFile)
+	case r.ProtocolVersion != protocol.Version:
+		return tampered("%s names another protocol version", ports.ReceiptFile)
 	case r.DefinitionID != domain.DefinitionID:
-		return found("%s names another definition", ReceiptFile)
+		return tampered("%s names another definition", ports.ReceiptFile)
 	case domain.SourceHashes(r.Sources).Digest() != r.SourceDigest:
-		return found("the source digest in %s does not match its own source hashes", ReceiptFile)
+		return tampered("the source digest in %s does not match its own source hashes", ports.ReceiptFile)
 	}
 	return nil
 }
@@ -236,20 +249,29 @@ func (a *audit) resultBound() error {
 	if !a.resultIsFresh {
 		sum = domain.SHA256Hex(a.result)
 	}
+	tampered := func(format string, args ...any) error {
+		return protocol.Errorf(protocol.ResultTampered, format, args...)
+	}
 	switch {
 	case sum != a.parsedChecksums.Result:
-		return found("the bytes of %s differ from %s", ResultFile, ChecksumsFile)
+		return tampered("the bytes of %s differ from %s", ports.ResultFile, ports.ChecksumsFile)
 	case sum != a.parsedReceipt.ResultSHA256:
-		return found("the bytes of %s differ from the receipt's result_sha256", ResultFile)
+		return tampered("the bytes of %s differ from the receipt's result_sha256", ports.ResultFile)
 	case a.parsedResult.SourceDigest != a.parsedReceipt.SourceDigest:
-		return found("%s names other sources than its receipt", ResultFile)
+		return tampered("%s names other sources than its receipt", ports.ResultFile)
 	case a.parsedResult.DefinitionID != a.parsedReceipt.DefinitionID:
-		return found("%s names another definition than its receipt", ResultFile)
+		return tampered("%s names another definition than its receipt", ports.ResultFile)
 	}
 	return nil
 }
 
-// signed reports whether signature_valid applies (protocol §10): the receipt
+// signatureValid: the run is signed by the receipt's signer, or by the
+// trusted key (checkSignature).
+func (a *audit) signatureValid() error {
+	return checkSignature(a.runID, a.parsedReceipt.Signer, a.receipt, a.result, a.attestation, a.s.trustedKey)
+}
+
+// signed reports whether signature_valid applies: the receipt
 // names a signer, the run holds an attestation, or a trusted key is given.
 func (a *audit) signed() bool {
 	return a.parsedReceipt.Signer != nil || a.attestation != nil || a.s.trustedKey != nil
@@ -258,12 +280,16 @@ func (a *audit) signed() bool {
 // sourcesUnchanged: the current source bytes are the ones the receipt holds.
 func (a *audit) sourcesUnchanged() error {
 	a.recompute()
-	if a.readErr != nil {
-		return a.readErr
+	if err := a.readErr; err != nil {
+		e := sourceFault(fileOf(err), err)
+		if errors.Is(err, ports.ErrMissing) || errors.Is(err, ports.ErrNotRegular) || errors.Is(err, ports.ErrTooLarge) {
+			return protocol.Errorf(protocol.StaleSources, "the sources changed since run %s: %s", a.runID, e.Message)
+		}
+		return e
 	}
 	for _, name := range domain.SourceNames() {
 		if a.snap.hashes()[name] != a.parsedReceipt.Sources[name] {
-			return found("%s changed since run %s", name, a.runID)
+			return protocol.Errorf(protocol.StaleSources, "%s changed since run %s", name, a.runID)
 		}
 	}
 	return nil
@@ -273,10 +299,10 @@ func (a *audit) sourcesUnchanged() error {
 func (a *audit) engineUnchanged() error {
 	id, err := a.s.p.Engine.Identity()
 	if err != nil {
-		return err
+		return engineFault()
 	}
 	if id.SHA256 != a.parsedReceipt.EngineSHA256 {
-		return found("the running engine is not the one that made run %s", a.runID)
+		return protocol.Errorf(protocol.EngineChanged, "the running engine is not the one that made run %s", a.runID)
 	}
 	return nil
 }
@@ -287,11 +313,16 @@ func (a *audit) engineUnchanged() error {
 // means this engine did not write it from these sources.
 func (a *audit) recomputed() error {
 	a.recompute()
-	if a.computeErr != nil {
-		return a.computeErr
+	if err := a.computeErr; err != nil {
+		if domainFault(err) == nil {
+			return protocol.Errorf(protocol.InternalError, "the recomputed result could not be encoded")
+		}
+		// The receipt's own source bytes, refused by the engine that made
+		// the run, which would have refused them too: the run is forged.
+		return protocol.Errorf(protocol.ResultTampered, "run %s is bound to sources this engine refuses (%s)", a.runID, sourceFault(fileOf(err), err).Message)
 	}
 	if !a.resultIsFresh && !bytes.Equal(a.freshBytes, a.result) {
-		return found("a fresh computation over the same sources differs from %s", ResultFile)
+		return protocol.Errorf(protocol.ResultTampered, "a fresh computation over the same sources differs from %s", ports.ResultFile)
 	}
 	return nil
 }

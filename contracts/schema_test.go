@@ -854,11 +854,11 @@ func TestResponseRootListsTheNineKeysInWireOrder(t *testing.T) {
 		}
 	}
 	codes := set["response"]["$defs"].(map[string]any)["code"].(map[string]any)["enum"].([]any)
-	var got []app.Code
+	var got []protocol.Code
 	for _, c := range codes {
-		got = append(got, app.Code(c.(string)))
+		got = append(got, protocol.Code(c.(string)))
 	}
-	is.Equal(got, app.Codes()) // the code enum is the app's closed set, in its order
+	is.Equal(got, protocol.Codes()) // the code enum is the app's closed set, in its order
 	is.Equal(len(got), 28)
 	checks := set["verify-result"]["properties"].(map[string]any)["checks"].(map[string]any)["enum"].([]any)
 	var signed []string

@@ -117,6 +117,11 @@ type Location struct {
 	Dir bool
 	// Regular reports whether what is there is a regular file.
 	Regular bool
+	// Store reports a location in an object store rather than a workspace
+	// path: Rel is then the store's URL (s3://bucket/prefix), and the
+	// workspace's write boundary, which is about its folders, does not
+	// apply. A resolver of workspace paths never sets it.
+	Store bool
 }
 
 // PathResolver resolves the paths an operator gives as options.

@@ -1,8 +1,10 @@
-// Package cli parses tool-runner's command line (protocol §1, §9, §11): the
-// options of the one-shot call, of "tool-runner mcp", of "tool-runner
-// ledger" and of "tool-runner report", into the app's [app.Options]. Both transports parse with it, so
-// one rule holds for both; tests that open a service as a command would
-// parse with it too.
+// Package cli parses tool-runner's command line (protocol §1, §9, §11,
+// §13): the options of the one-shot call, of "tool-runner mcp", of
+// "tool-runner ledger" and of "tool-runner report", into the use cases'
+// [app.Options] and the few options that are a command's own (the MCP
+// server's list limit, the report's run and format). Every command parses
+// with it, so one rule holds for all; tests that open a service as a
+// command would parse with it too.
 //
 // It refuses what is no option of the command with the app's codes
 // (INVALID_OPTIONS, MISSING_WORKSPACE), in messages that name an
@@ -11,13 +13,52 @@
 package cli
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
+)
+
+// Command names a command of tool-runner, for its option rules.
+type Command int
+
+// The commands of tool-runner.
+const (
+	// OneShot answers one call over standard input and output.
+	OneShot Command = iota
+	// MCP serves the tools over MCP: "tool-runner mcp …".
+	MCP
+	// LedgerCheck checks the call ledger: "tool-runner ledger …".
+	LedgerCheck
+	// Report prints the reviewer's page of one run: "tool-runner report …".
+	Report
+)
+
+// Options are a command's options: the use cases' and the command's own.
+type Options struct {
+	app.Options
+	// ListLimit is K, for mcp: DefaultListLimit unless
+	// --list-limit is given.
+	ListLimit int
+	// RunID and Format are the run and the page format of "tool-runner
+	// report"; Format is FormatMarkdown unless --format is given.
+	RunID  string
+	Format string
+}
+
+// The bounds of --list-limit (protocol §9.5), and its value when not given.
+const (
+	DefaultListLimit = 10
+	MaxListLimit     = 1000
+)
+
+// The formats of the reviewer's page.
+const (
+	FormatMarkdown = "markdown"
+	FormatHTML     = "html"
 )
 
 // reportOptions are the options "tool-runner report" takes.
@@ -31,16 +72,16 @@ func reportOptions() []string {
 // does not take, empty values, values starting with "--" and positional
 // arguments are INVALID_OPTIONS; a missing --workspace is
 // MISSING_WORKSPACE.
-func Parse(cmd app.Command, args []string) (o app.Options, help bool, e *app.Error) {
-	o = app.Options{Command: cmd}
+func Parse(cmd Command, args []string) (o Options, help bool, e *protocol.Error) {
+	o.ReadOnly = cmd == LedgerCheck || cmd == Report // they append to no ledger
 	switch cmd {
-	case app.MCP:
-		o.ListLimit = app.DefaultListLimit
-	case app.Report:
-		o.Format = app.FormatMarkdown
+	case MCP:
+		o.ListLimit = DefaultListLimit
+	case Report:
+		o.Format = FormatMarkdown
 	}
 	first := 1 // the position of args[0] on the command line
-	if cmd != app.OneShot {
+	if cmd != OneShot {
 		first = 2
 	}
 	seen := map[string]bool{}
@@ -49,7 +90,7 @@ func Parse(cmd app.Command, args []string) (o app.Options, help bool, e *app.Err
 		pos := first + i
 		if arg == "--help" || arg == "-h" {
 			if help {
-				return app.Options{}, false, fault(app.InvalidOptions, "argument %d repeats %s", pos, helpWords(arg, seen))
+				return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "argument %d repeats %s", pos, helpWords(arg, seen))
 			}
 			seen[arg] = true
 			help = true
@@ -71,17 +112,17 @@ func Parse(cmd app.Command, args []string) (o app.Options, help bool, e *app.Err
 		case "--trusted-key":
 			dst = &o.TrustedKey
 		case "--list-limit":
-			if cmd != app.MCP {
+			if cmd != MCP {
 				// Another command refuses it as any unknown option, so its
 				// answer stays what it was before the option existed.
-				return app.Options{}, false, unknownArgument(arg, pos)
+				return Options{}, false, unknownArgument(arg, pos)
 			}
 			dst = new(string) // parsed below
 		case "--run-id", "--format":
-			if cmd != app.Report {
+			if cmd != Report {
 				// As --list-limit: the other commands' answers stay as
 				// they were before the report existed.
-				return app.Options{}, false, unknownArgument(arg, pos)
+				return Options{}, false, unknownArgument(arg, pos)
 			}
 			if name == "--run-id" {
 				dst = &o.RunID
@@ -89,58 +130,58 @@ func Parse(cmd app.Command, args []string) (o app.Options, help bool, e *app.Err
 				dst = &o.Format
 			}
 		default:
-			return app.Options{}, false, unknownArgument(arg, pos)
+			return Options{}, false, unknownArgument(arg, pos)
 		}
-		if cmd == app.LedgerCheck && name != "--workspace" && name != "--ledger" {
-			return app.Options{}, false, fault(app.InvalidOptions, "argument %d is an option that tool-runner ledger does not take; it takes --workspace and --ledger", pos)
+		if cmd == LedgerCheck && name != "--workspace" && name != "--ledger" {
+			return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "argument %d is an option that tool-runner ledger does not take; it takes --workspace and --ledger", pos)
 		}
-		if cmd == app.Report && !slices.Contains(reportOptions(), name) {
-			return app.Options{}, false, fault(app.InvalidOptions, "argument %d is an option that tool-runner report does not take; see --help", pos)
+		if cmd == Report && !slices.Contains(reportOptions(), name) {
+			return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "argument %d is an option that tool-runner report does not take; see --help", pos)
 		}
 		if seen[name] {
-			return app.Options{}, false, fault(app.InvalidOptions, "argument %d repeats %s", pos, name)
+			return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "argument %d repeats %s", pos, name)
 		}
 		seen[name] = true
 		if !inline {
 			if i+1 >= len(args) {
-				return app.Options{}, false, fault(app.InvalidOptions, "%s (argument %d) needs a value", name, pos)
+				return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "%s (argument %d) needs a value", name, pos)
 			}
 			i++
 			value = args[i]
 		}
 		switch {
 		case value == "":
-			return app.Options{}, false, fault(app.InvalidOptions, "%s (argument %d) has an empty value", name, pos)
+			return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "%s (argument %d) has an empty value", name, pos)
 		case strings.HasPrefix(value, "--"):
 			// Most likely a forgotten value followed by the next option.
-			return app.Options{}, false, fault(app.InvalidOptions, "%s (argument %d) has a value starting with --", name, pos)
+			return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "%s (argument %d) has a value starting with --", name, pos)
 		}
 		*dst = value
 		if name == "--list-limit" {
 			k, ok := listLimit(value)
 			if !ok {
-				return app.Options{}, false, fault(app.InvalidOptions, "--list-limit (argument %d) must be an integer from 0 to %d", pos, app.MaxListLimit)
+				return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "--list-limit (argument %d) must be an integer from 0 to %d", pos, MaxListLimit)
 			}
 			o.ListLimit = k
 		}
 		switch {
 		case name == "--run-id" && !domain.ValidID(value):
-			return app.Options{}, false, fault(app.InvalidOptions, "--run-id (argument %d) is not a run ID: 1 to 64 letters, digits, _ or -, starting with a letter or digit", pos)
-		case name == "--format" && value != app.FormatMarkdown && value != app.FormatHTML:
-			return app.Options{}, false, fault(app.InvalidOptions, "--format (argument %d) must be %s or %s", pos, app.FormatMarkdown, app.FormatHTML)
+			return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "--run-id (argument %d) is not a run ID: 1 to 64 letters, digits, _ or -, starting with a letter or digit", pos)
+		case name == "--format" && value != FormatMarkdown && value != FormatHTML:
+			return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "--format (argument %d) must be %s or %s", pos, FormatMarkdown, FormatHTML)
 		}
 	}
 	switch {
 	case help:
 		return o, true, nil
 	case o.Workspace == "":
-		return app.Options{}, false, fault(app.MissingWorkspace, "--workspace is required")
-	case cmd == app.LedgerCheck && o.Ledger == "":
-		return app.Options{}, false, fault(app.InvalidOptions, "--ledger is required")
-	case cmd == app.Report && o.OutputDir == "":
-		return app.Options{}, false, fault(app.InvalidOptions, "--output-dir is required: the directory holding the run")
-	case cmd == app.Report && o.RunID == "":
-		return app.Options{}, false, fault(app.InvalidOptions, "--run-id is required: the run to report on")
+		return Options{}, false, protocol.Errorf(protocol.MissingWorkspace, "--workspace is required")
+	case cmd == LedgerCheck && o.Ledger == "":
+		return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "--ledger is required")
+	case cmd == Report && o.OutputDir == "":
+		return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "--output-dir is required: the directory holding the run")
+	case cmd == Report && o.RunID == "":
+		return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "--run-id is required: the run to report on")
 	}
 	return o, false, nil
 }
@@ -154,16 +195,12 @@ func helpWords(arg string, seen map[string]bool) string {
 	return "the help option (-h, --help)"
 }
 
-func fault(code app.Code, format string, args ...any) *app.Error {
-	return &app.Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
 // unknownArgument refuses an argument that is no option of the command.
-func unknownArgument(arg string, pos int) *app.Error {
+func unknownArgument(arg string, pos int) *protocol.Error {
 	if strings.HasPrefix(arg, "-") {
-		return fault(app.InvalidOptions, "argument %d is not a known option; see --help", pos)
+		return protocol.Errorf(protocol.InvalidOptions, "argument %d is not a known option; see --help", pos)
 	}
-	return fault(app.InvalidOptions, "argument %d is a positional argument; tool-runner takes none", pos)
+	return protocol.Errorf(protocol.InvalidOptions, "argument %d is a positional argument; tool-runner takes none", pos)
 }
 
 // listLimit parses the value of --list-limit: decimal digits only (no sign,
@@ -173,7 +210,7 @@ func listLimit(value string) (int, bool) {
 		return 0, false
 	}
 	k, err := strconv.Atoi(value)
-	if err != nil || k > app.MaxListLimit {
+	if err != nil || k > MaxListLimit {
 		return 0, false
 	}
 	return k, true

@@ -11,11 +11,13 @@ import (
 	"github.com/spf13/afero"
 )
 
-// FuzzSession feeds an initialized session arbitrary lines, then ends its
-// input. Whatever arrives, the session ends (it never waits on a call it
-// took), the initialize before them is answered, every line it writes is
-// one JSON-RPC 2.0 response or notification, and nothing is written to the
-// workspace (there is no --output-dir, so no call may write).
+// FuzzSession feeds an initialized session arbitrary lines, then a ping,
+// then ends its input. Whatever arrives, the session goes on (the ping
+// after the lines is answered: nothing but end of input ends it) and ends
+// (it never waits on a call it took), the initialize before them is
+// answered, every line it writes is one JSON-RPC 2.0 response or
+// notification, and nothing is written to the workspace (there is no
+// --output-dir, so no call may write).
 func FuzzSession(f *testing.F) {
 	for _, seed := range []string{
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"inspect_inputs","arguments":{}}}`,
@@ -43,6 +45,12 @@ func FuzzSession(f *testing.F) {
 		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"inspect_inputs","arguments":{}}}` + "\n" + `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"inspect_inputs","arguments":{}}}` + "\n" + `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7.0}}`,
 		// arguments that are not the tool's, next to a large params
 		`{"jsonrpc":"2.0","id":8,"method":"ping","params":{"arguments":[0,0,0,0],"_meta":{"x":[[],[],{}]}}}`,
+		// what would end the SDK's own transport: too deep for its decoder,
+		// trailing white space, a response without an id
+		`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"inspect_inputs","arguments":{"x":` + strings.Repeat("[", 998) + strings.Repeat("]", 998) + `}}}`,
+		`{"jsonrpc":"2.0","id":11,"method":"ping"}   ` + "\t",
+		`{"jsonrpc":"2.0","result":{}}`,
+		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"inspect_inputs","arguments":{"x":"\ud800","y":1e999999}}}`,
 		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"rm_rf","arguments":{"x":1,"x":2}}}`,
 	} {
 		f.Add(seed)
@@ -50,10 +58,12 @@ func FuzzSession(f *testing.F) {
 	f.Fuzz(func(t *testing.T, input string) {
 		w := newWorld(t)
 		before := listFiles(t, w.fs)
+		const last = `"the session goes on: 7f3c"`
 		lines := append([]string{
 			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"fuzz","version":"1"}}}`,
 			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		}, strings.Split(input, "\n")...)
+		lines = append(lines, `{"jsonrpc":"2.0","id":`+last+`,"method":"ping"}`)
 		got := make(chan []string, 1)
 		go func() { got <- rawSession(t, w.service(), lines...) }()
 		var out []string
@@ -62,7 +72,7 @@ func FuzzSession(f *testing.F) {
 		case <-time.After(20 * time.Second): // a hang guard only
 			t.Fatalf("the session did not end after its input ended; input %q", input)
 		}
-		initialized := false
+		initialized, pinged := false, false
 		for _, l := range out {
 			var m map[string]json.RawMessage
 			if err := json.Unmarshal([]byte(l), &m); err != nil {
@@ -80,9 +90,13 @@ func FuzzSession(f *testing.F) {
 			if string(m["id"]) == "1" && isResult && bytes.Contains(m["result"], []byte(`"protocolVersion"`)) {
 				initialized = true
 			}
+			pinged = pinged || string(m["id"]) == last
 		}
 		if !initialized {
 			t.Fatalf("the initialize was not answered: %q", out)
+		}
+		if !pinged {
+			t.Fatalf("the ping after the lines was not answered: the session ended early; input %q", input)
 		}
 		if after := listFiles(t, w.fs); after != before {
 			t.Fatalf("the workspace changed:\nbefore %s\nafter  %s", before, after)

@@ -1,41 +1,34 @@
-// Package mcp is metricproof's Model Context Protocol transport (protocol §9):
-// "tool-runner mcp" serves the three tools to any MCP host over standard
-// input and output, over the same app as the one-shot protocol.
+// Package mcp is metricproof's Model Context Protocol transport (protocol
+// §9): "tool-runner mcp" serves the three tools and the run files to any
+// MCP host over standard input and output, through the same call layer as
+// the one-shot protocol.
 //
 // It only frames. The SDK (github.com/modelcontextprotocol/go-sdk) speaks
-// the protocol: the handshake, tools/list, tools/call, cancellation. In
-// front of it sits a line transport of our own ([Connect]) that runs the
-// strict JSON check of protocol §9 on every line without building a tree of it,
-// answers what the SDK would mishandle (a NaN, a batch, a duplicate key
-// outside the tool's arguments, an id the SDK would round) and keeps the
-// session going, bounds what the calls in flight hold (protocol §9, Load), and
-// holds end of input back until every call is answered. The tools are
-// registered with the SDK's low-level Server.AddTool, and the raw bytes of
-// params.arguments reach the app, which checks them as it checks a
-// one-shot request; their schemas are derived from contracts/schemas
-// ([Tools]). A tool result holds the answer the app built for MCP, its
-// lists cut to --list-limit items, then a resource link to each run file it
-// is about; the run files themselves are resources (resources.go), read
-// through the app as verify reads them.
+// the protocol, on its own transport: the handshake, tools/list,
+// tools/call, resources, cancellation. The tools are registered with the
+// SDK's low-level Server.AddTool, so the raw bytes of params.arguments
+// reach the call layer, which checks them as it checks a one-shot request;
+// their schemas are generated from contracts/schemas (tools.go). A tool
+// result holds the answer the call layer built, its lists cut to
+// --list-limit items, then a resource link to each run file it is about;
+// the run files are resources (resources.go).
+//
+// In front of the SDK's stdio transport sits a decorator of the byte
+// stream (stdio.go) with the checker of protocol §9.7 (check.go): a
+// plain function over one message's bytes, which an HTTP transport can run
+// on a request body as well.
 package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"slices"
-
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/app/protocol"
 )
-
-// ServerName is the serverInfo name the server announces.
-const ServerName = "metricproof"
 
 // Usage is what "tool-runner mcp --help" prints.
 const Usage = `usage: tool-runner mcp --workspace W [--output-dir O] [--cancel-file F]
@@ -54,129 +47,90 @@ server runs until its input ends, or SIGINT or SIGTERM, answers the calls
 in flight, and exits 0.
 `
 
-// Serve runs "tool-runner mcp" with args (the command line after "mcp")
-// and returns the exit status: 0 after the session, 2 for an option fault,
-// which is one line on stderr. When ctx is cancelled (SIGINT, SIGTERM) the
-// server stops taking calls, cancels the calls in flight, writes their
-// answers and returns 0.
-func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, wire app.Wire, version string) int {
-	o, help, e := cli.Parse(app.MCP, args)
+// Server is "tool-runner mcp", opened.
+type Server struct {
+	opts           cli.Options
+	svc            *app.Service
+	version        string
+	stdout, stderr io.Writer
+}
+
+// Open parses args (the command line after "mcp"), opens the service and
+// checks every operator path as the calls will, so that a
+// server that could answer no analyze does not start. When the command
+// ends here (an option fault, one line on stderr naming its code, or
+// --help) it returns nil and the exit status: 2 for a fault. version is
+// the module version the server announces.
+func Open(args []string, stdout, stderr io.Writer, wire app.Wire, version string) (*Server, int) {
+	o, help, e := cli.Parse(cli.MCP, args)
 	if e != nil {
-		return optionFault(stderr, e)
+		return nil, optionFault(stderr, e)
 	}
 	if help {
 		_, _ = io.WriteString(stdout, Usage)
-		return 0
+		return nil, 0
 	}
-	svc, e := app.Open(o, wire)
-	if e != nil {
-		return optionFault(stderr, e)
-	}
-	defer svc.Close()
-	if e := svc.CheckPaths(); e != nil {
-		return optionFault(stderr, e)
-	}
-	server, err := NewServer(svc, version, ctx)
+	svc, err := app.Open(o.Options, wire)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", app.InternalError, err)
+		return nil, optionFault(stderr, err)
+	}
+	if err := svc.CheckPaths(); err != nil {
+		svc.Close()
+		return nil, optionFault(stderr, err)
+	}
+	return &Server{opts: o, svc: svc, version: version, stdout: stdout, stderr: stderr}, 0
+}
+
+// Options are the options the server was opened with.
+func (s *Server) Options() app.Options { return s.opts.Options }
+
+// Close closes the service.
+func (s *Server) Close() error { return s.svc.Close() }
+
+// Run serves the session on stdin and the server's standard output until
+// the input ends, and returns 0. When ctx is cancelled (SIGINT, SIGTERM)
+// the server stops taking calls, cancels the calls in flight, writes
+// their answers and returns 0.
+func (s *Server) Run(ctx context.Context, stdin io.Reader) int {
+	st := newStream(stdin, s.stdout, ctx.Done())
+	server, err := newServer(call.New(s.svc), s.opts.ListLimit, s.version, ctx, st)
+	if err != nil {
+		fmt.Fprintf(s.stderr, "%s: %v\n", protocol.InternalError, err)
 		return 2
 	}
-	session, err := Connect(context.WithoutCancel(ctx), server, stdin, stdout, ctx.Done(), unhandled(svc))
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: the session could not start\n", app.InternalError)
+	if err := serveStdio(context.WithoutCancel(ctx), server, st); err != nil {
+		fmt.Fprintf(s.stderr, "%s: the session could not start\n", protocol.InternalError)
 		return 2
 	}
-	_ = session.Wait() // the end of input, or a stop after the calls in flight
 	return 0
+}
+
+// Serve runs "tool-runner mcp": Open, Run, Close.
+func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, wire app.Wire, version string) int {
+	s, exit := Open(args, stdout, stderr, wire, version)
+	if s == nil {
+		return exit
+	}
+	defer s.Close()
+	return s.Run(ctx, stdin)
+}
+
+// ServeStdio serves calls over in and out as "tool-runner mcp" does, until
+// in ends or stop is done and every call it read is answered: for tests
+// and benchmarks that run the server in their own process.
+func ServeStdio(calls *call.Calls, listLimit int, version string, in io.Reader, out io.Writer, stop context.Context) error {
+	st := newStream(in, out, stop.Done())
+	server, err := newServer(calls, listLimit, version, stop, st)
+	if err != nil {
+		return err
+	}
+	return serveStdio(context.WithoutCancel(stop), server, st)
 }
 
 // optionFault reports a fault of the options or of their paths: one line
 // naming its code, exit 2.
-func optionFault(stderr io.Writer, e *app.Error) int {
+func optionFault(stderr io.Writer, err error) int {
+	e := protocol.ErrorOf(err)
 	fmt.Fprintf(stderr, "%s: %s\n", e.Code, e.Message)
 	return 2
-}
-
-// NewServer returns the MCP server of svc: the three tools and the run
-// files as resources, capabilities "tools" and "resources" (neither sends
-// list-changed notifications). stop cancels every call in flight when it
-// is done.
-func NewServer(svc *app.Service, version string, stop context.Context) (*sdk.Server, error) {
-	tools, err := Tools(svc.ListLimit())
-	if err != nil {
-		return nil, err
-	}
-	server := sdk.NewServer(&sdk.Implementation{Name: ServerName, Version: version}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Resources: &sdk.ResourceCapabilities{}},
-		Logger:       slog.New(slog.DiscardHandler),
-	})
-	for _, t := range tools {
-		server.AddTool(t, handler(svc, t.Name, stop))
-	}
-	res := newResources(svc)
-	// The SDK's read reaches the template's handler only for a URI the
-	// middleware lets through (templated); the middleware answers any
-	// other URI itself.
-	server.AddResourceTemplate(runTemplate(), func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-		return res.read(ctx, req.Params.URI)
-	})
-	server.AddReceivingMiddleware(res.middleware)
-	return server, nil
-}
-
-// handler answers tools/call of one tool: the raw bytes of
-// params.arguments go to the app as they arrived; the answer is the
-// response object of protocol §3, as the text content and as the structured
-// content, with isError exactly when ok is false.
-func handler(svc *app.Service, tool string, stop context.Context) sdk.ToolHandler {
-	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		defer context.AfterFunc(stop, cancel)()
-		var raw []byte
-		if req.Params != nil {
-			raw = req.Params.Arguments
-		}
-		in := app.Input{Transport: app.MCPCalls{}, Tool: tool, Data: raw}
-		withHooks(ctx, &in) // over the line transport, the arguments come from it
-		return toolResult(svc.Serve(ctx, in)), nil
-	}
-}
-
-// toolResult is the tool result of an answer: the response object of
-// protocol §3 (its lists cut, with "truncated", §9) as the text content and
-// as the structured content, with isError exactly when ok is false; then
-// a resource_link to each run file the answer is about.
-func toolResult(a app.Answer) *sdk.CallToolResult {
-	content := make([]sdk.Content, 0, 1+len(a.Files))
-	content = append(content, &sdk.TextContent{Text: string(a.JSON)})
-	for _, f := range a.Files {
-		size := int64(f.Size)
-		content = append(content, &sdk.ResourceLink{
-			URI:      RunFileURI(f.RunID, f.Name),
-			Name:     f.RunID + "/" + f.Name,
-			MIMEType: runFileMIMEType,
-			Size:     &size,
-		})
-	}
-	return &sdk.CallToolResult{
-		Content:           content,
-		StructuredContent: json.RawMessage(a.JSON),
-		IsError:           !a.OK(),
-	}
-}
-
-// unhandled answers a call of one of the tools that was cancelled before its
-// handler ran, as the handler would have: the app, under a context that
-// is already cancelled, checks and records it, and answers CANCELLED (or
-// the request check that fails first).
-func unhandled(svc *app.Service) Unhandled {
-	return func(tool string, arguments json.RawMessage) (*sdk.CallToolResult, bool) {
-		if !slices.Contains(protocol.Tools(), tool) {
-			return nil, false
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		return toolResult(svc.Serve(ctx, app.Input{Transport: app.MCPCalls{}, Tool: tool, Data: arguments})), true
-	}
 }

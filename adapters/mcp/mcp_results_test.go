@@ -294,7 +294,7 @@ func TestAReadThatFailsIsAnInternalError(t *testing.T) {
 // type, pattern and description, and no combinator or $ref at any depth.
 func TestTheServedInputSchemasAreFlat(t *testing.T) {
 	is := is.New(t)
-	tools, err := mcp.Tools(app.DefaultListLimit)
+	tools, err := mcp.Tools(cli.DefaultListLimit)
 	is.NoErr(err)
 	for _, tool := range tools {
 		data, err := json.Marshal(tool.InputSchema)
@@ -612,27 +612,19 @@ func TestAReadKeepsItsSlotUntilItsAnswerIsWritten(t *testing.T) {
 	cs := session(t, w.service("--output-dir", "runs"), context.Background())
 	is.Equal(callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digestOf(t, cs), "run_id": "r1"}).code(), "")
 	reads := make(chan string, 2)
-	o, _, e := cli.Parse(app.MCP, []string{"--workspace", wsRoot, "--output-dir", "runs"})
-	is.True(e == nil)
 	procs := runtime.GOMAXPROCS(1) // one compute slot
-	svc, e := app.Open(o, func(o app.Options) (app.Ports, io.Closer, error) {
+	svc := w.serviceOver(func(o app.Options) (app.Ports, io.Closer, error) {
 		p, c, err := w.wire(o)
 		p.Evidence = watchedRuns{EvidenceStore: p.Evidence, reads: reads}
 		return p, c, err
-	})
+	}, "--output-dir", "runs")
 	runtime.GOMAXPROCS(procs)
-	is.True(e == nil)
-	server, err := mcp.NewServer(svc, "test", context.Background())
-	is.NoErr(err)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		ss, err := mcp.Connect(context.Background(), server, inR, outW, nil, nil)
-		if err == nil {
-			_ = ss.Wait()
-		}
+		_ = mcp.ServeStdio(svc.calls, svc.listLimit, "test", inR, outW, context.Background())
 		outW.Close()
 	}()
 	out := bufio.NewReader(outR)
@@ -641,7 +633,7 @@ func TestAReadKeepsItsSlotUntilItsAnswerIsWritten(t *testing.T) {
 		is.NoErr(err)
 	}
 	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	_, err = out.ReadString('\n')
+	_, err := out.ReadString('\n')
 	is.NoErr(err)
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	send(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"metricproof://runs/r1/result.json"}}`)

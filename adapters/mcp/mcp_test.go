@@ -26,6 +26,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/memfs"
 	"github.com/metricproof/metricproof/adapters/porttest"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -71,25 +72,39 @@ func (w *world) wire(o app.Options) (app.Ports, io.Closer, error) {
 		Engine: porttest.FixedEngine{SHA256: strings.Repeat("e", 64), GoVersion: "go1.26.8"}}, nil, nil
 }
 
+// service is the call layer over a service opened with the options of
+// "tool-runner mcp" args, and the list limit they give.
+type service struct {
+	calls     *call.Calls
+	listLimit int
+}
+
 // service opens the app with the options of "tool-runner mcp" args.
-func (w *world) service(args ...string) *app.Service {
+func (w *world) service(args ...string) service {
 	w.t.Helper()
-	o, _, e := cli.Parse(app.MCP, append([]string{"--workspace", wsRoot}, args...))
+	return w.serviceOver(w.wire, args...)
+}
+
+// serviceOver is service over another composition of the ports.
+func (w *world) serviceOver(wire app.Wire, args ...string) service {
+	w.t.Helper()
+	o, _, e := cli.Parse(cli.MCP, append([]string{"--workspace", wsRoot}, args...))
 	if e != nil {
 		w.t.Fatal(e)
 	}
-	s, e := app.Open(o, w.wire)
-	if e != nil {
-		w.t.Fatal(e)
+	s, err := app.Open(o.Options, wire)
+	if err != nil {
+		w.t.Fatal(err)
 	}
-	return s
+	w.t.Cleanup(func() { s.Close() })
+	return service{calls: call.New(s), listLimit: o.ListLimit}
 }
 
 // session connects an SDK client to the server of svc over the SDK's
 // in-memory transports.
-func session(t *testing.T, svc *app.Service, stop context.Context) *sdk.ClientSession {
+func session(t *testing.T, svc service, stop context.Context) *sdk.ClientSession {
 	t.Helper()
-	server, err := mcp.NewServer(svc, "test", stop)
+	server, err := mcp.NewServer(svc.calls, svc.listLimit, "test", stop)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,27 +421,20 @@ func TestToolsListMatchesTheGoldenFile(t *testing.T) {
 	is.Equal(string(first), wantCompact.String())
 }
 
-// rawSession runs the server of svc over the line transport, feeding it
+// rawSession runs the server of svc over its stdio stream, feeding it
 // lines and closing its input, and returns every line it wrote.
-func rawSession(t *testing.T, svc *app.Service, lines ...string) []string {
+func rawSession(t *testing.T, svc service, lines ...string) []string {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	server, err := mcp.NewServer(svc, "test", context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
 		defer outW.Close()
-		ss, err := mcp.Connect(context.Background(), server, inR, outW, nil, nil)
-		if err != nil {
+		if err := mcp.ServeStdio(svc.calls, svc.listLimit, "test", inR, outW, context.Background()); err != nil {
 			t.Errorf("the session did not start: %v", err)
 			_ = inR.CloseWithError(err) // the writer below stops too
-			return
 		}
-		_ = ss.Wait()
 	}()
 	go func() {
 		for _, l := range lines {
@@ -487,4 +495,41 @@ func TestTheSDKsDepthLimitIsInvalidRequestUnderItsID(t *testing.T) {
 		}
 		is.Equal(code, tt.code) // the answer to tt.id
 	}
+}
+
+// Arguments longer than the request limit never reach the SDK, which would
+// hold megabytes of them four times over (protocol §9.7): the tool still
+// answers REQUEST_LIMIT under the call's id, recorded with the SHA256 of
+// the raw arguments as they arrived; under another tool's name the SDK
+// still answers -32602, and a ping carrying such arguments is still a ping.
+func TestArgumentsOverTheLimitAreAnsweredWithoutTheSDKHoldingThem(t *testing.T) {
+	is := is.New(t)
+	w := newWorld(t)
+	args := `{"x":"` + strings.Repeat("é", 70_000) + `"}` // 140 KB of 70,000 characters
+	out := rawSession(t, w.service("--output-dir", "runs", "--ledger", "calls.jsonl"),
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze","arguments":`+args+`}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"rm_rf","arguments":`+args+`}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"arguments":`+args+`}}`,
+	)
+	var first struct{ Result *sdk.CallToolResult }
+	is.NoErr(json.Unmarshal([]byte(lineOf(t, out, 1)), &first))
+	is.True(first.Result.IsError)
+	text := first.Result.Content[0].(*sdk.TextContent).Text
+	var body struct {
+		RequestID string `json:"request_id"`
+		Error     struct{ Code, Message string }
+	}
+	is.NoErr(json.Unmarshal([]byte(text), &body))
+	is.Equal(body.Error.Code, "REQUEST_LIMIT")
+	is.True(assignedID(body.RequestID)) // a run_id inside arguments over the limit is not read
+	is.True(strings.Contains(lineOf(t, out, 2), `"code":-32602`))
+	is.True(strings.Contains(lineOf(t, out, 3), `"result":{}`))
+	recs := ledgerLines(t, w)
+	is.Equal(len(recs), 1) // the tool call, and nothing else
+	is.Equal(recs[0]["code"], "REQUEST_LIMIT")
+	is.Equal(recs[0]["request_id"], body.RequestID)
+	is.Equal(recs[0]["input_sha256"], testutil.SHA256Hex([]byte(args))) // the bytes as they arrived
+	is.Equal(recs[0]["response_sha256"], testutil.SHA256Hex([]byte(text)))
 }

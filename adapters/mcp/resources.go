@@ -15,11 +15,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
+	"github.com/metricproof/metricproof/ports"
 )
 
-// Run files as resources (protocol §9): every file of a committed run is the
+// Run files as resources (protocol §9.6): every file of a committed run is the
 // resource metricproof://runs/<run_id>/<file>, so the complete evidence is
 // one read away from a tool result that holds only the first K items of
 // each list.
@@ -29,7 +30,7 @@ import (
 // template's handler. resources/list, and a read of any other URI, are
 // answered by a middleware in front of the SDK's own methods: the runs
 // live on disk, not in the SDK's registry, and the SDK's not-found error
-// is not the one protocol §9 pins (its code follows MCPGODEBUG, and it
+// is not the one the protocol pins (its code follows MCPGODEBUG, and it
 // writes data.uri Go-quoted, which is not JSON for a URI holding U+007F).
 
 // RunURITemplate is the URI template of a run's files.
@@ -62,16 +63,16 @@ func runTemplate() *sdk.ResourceTemplate {
 
 // resources answers resources/list and resources/read for one server.
 type resources struct {
-	svc *app.Service
+	h handlers
 	// cursorKey authenticates this server's list cursors, so that one it
 	// never gave is refused as unknown.
 	cursorKey []byte
 }
 
-func newResources(svc *app.Service) *resources {
+func newResources(h handlers) *resources {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // crypto/rand never fails on supported systems
-	return &resources{svc: svc, cursorKey: key}
+	return &resources{h: h, cursorKey: key}
 }
 
 // middleware answers resources/list and resources/read itself and hands
@@ -90,7 +91,7 @@ func (r *resources) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 		case "resources/read":
 			// A URI the template's handler is reached for goes through the
 			// SDK's own read, which gives its result the revision's
-			// resultType; any other is refused here, with protocol §9's
+			// resultType; any other is refused here, with the protocol's
 			// not-found error rather than the SDK's.
 			if rr, ok := req.(*sdk.ReadResourceRequest); ok {
 				uri := ""
@@ -117,11 +118,16 @@ func (r *resources) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 func (r *resources) read(ctx context.Context, uri string) (*sdk.ReadResourceResult, error) {
 	runID, name, ok := parseRunFileURI(uri)
 	if !ok {
-		return nil, notFound(uri, "a run file's URI is "+runURIPrefix+"<run_id>/<file>, file one of "+strings.Join(app.RunFileNames(), ", "))
+		return nil, notFound(uri, "a run file's URI is "+runURIPrefix+"<run_id>/<file>, file one of "+strings.Join(ports.RunFileNames(), ", "))
 	}
-	data, e := r.svc.ReadRunFile(ctx, runID, name, keeperOf(ctx))
-	switch {
-	case e != nil && e.Code == app.MissingResult:
+	ctx, c, end := r.h.begin(ctx)
+	defer end()
+	p := r.h.calls.ArriveRead()
+	c.arrived()
+	data, done, err := r.h.calls.ReadRunFile(ctx, p, runID, name)
+	c.answered(done)
+	switch e := protocol.ErrorOf(err); {
+	case e != nil && e.Code == protocol.MissingResult:
 		return nil, notFound(uri, e.Message)
 	case e != nil:
 		return nil, readFailure(uri, e)
@@ -140,7 +146,7 @@ func (r *resources) read(ctx context.Context, uri string) (*sdk.ReadResourceResu
 // only letters, digits, '-', '_' and '.'.
 func templated(uri string) bool {
 	runID, name, ok := parseRunFileURI(uri)
-	return ok && domain.ValidID(runID) && slices.Contains(app.RunFileNames(), name)
+	return ok && domain.ValidID(runID) && slices.Contains(ports.RunFileNames(), name)
 }
 
 // textBytes is the length of data, valid UTF-8, as a JSON string's
@@ -187,21 +193,21 @@ func (r *resources) list(ctx context.Context, cursor string) (*sdk.ListResources
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: unknown cursor; list from the start, without one"}
 		}
 	}
-	runs, more, e := r.svc.Runs(ctx, after, RunsPerPage)
-	if e != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: the runs could not be listed: " + e.Message}
+	runs, more, err := r.h.calls.Runs(ctx, after, RunsPerPage)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: the runs could not be listed: " + protocol.ErrorOf(err).Message}
 	}
 	res := &sdk.ListResourcesResult{Cacheable: sdk.Cacheable{CacheScope: "public"}, Resources: []*sdk.Resource{}}
 	for _, run := range runs {
 		res.Resources = append(res.Resources, &sdk.Resource{
-			URI:      RunFileURI(run.RunID, app.ResultFile),
-			Name:     run.RunID,
+			URI:      RunFileURI(run.Name, ports.ResultFile),
+			Name:     run.Name,
 			MIMEType: runFileMIMEType,
 			Size:     run.ResultBytes,
 		})
 	}
 	if more {
-		res.NextCursor = r.sealCursor(runs[len(runs)-1].RunID)
+		res.NextCursor = r.sealCursor(runs[len(runs)-1].Name)
 	}
 	return res, nil
 }
@@ -228,14 +234,14 @@ func (r *resources) mac(runID string) []byte {
 	return m.Sum(nil)[:16]
 }
 
-// notFound is protocol §9's resource-not-found error: -32602 whatever
+// notFound is the protocol's resource-not-found error: -32602 whatever
 // MCPGODEBUG says, with the URI in data as JSON.
 func notFound(uri, why string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Resource not found: " + why, Data: uriData(uri)}
 }
 
 // readFailure is a read that failed: -32603, with the URI in data.
-func readFailure(uri string, e *app.Error) error {
+func readFailure(uri string, e *protocol.Error) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: the resource could not be read (" + string(e.Code) + "): " + e.Message, Data: uriData(uri)}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/report"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 )
 
@@ -65,7 +66,7 @@ func reviewOf(v string, verified bool) app.Review {
 	if verified {
 		r.Result, r.Receipt = res, rc
 	} else {
-		r.Fault = &app.Error{Code: app.Code(v), Message: v}
+		r.Fault = &protocol.Error{Code: protocol.Code(v), Message: v}
 	}
 	return r
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/internal/rebuild"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 )
 
@@ -95,7 +96,7 @@ func newPage(r app.Review, running map[string]string) page {
 		}
 	} else {
 		where := ""
-		if r.Fault.Code == app.LedgerTampered && r.FaultLine > 0 {
+		if r.Fault.Code == protocol.LedgerTampered && r.FaultLine > 0 {
 			where = fmt.Sprintf(" at ledger line %d", r.FaultLine)
 		}
 		p.Verdict = []span{txt("Run "), code(r.RunID), txt(": do not rely on this run — "), code(string(r.Fault.Code)), txt(where + ": " + r.Fault.Message)}
@@ -103,7 +104,7 @@ func newPage(r app.Review, running map[string]string) page {
 	for _, s := range p.Verdict {
 		p.Title += s.Text
 	}
-	if !p.Verified && r.Fault.Code == app.EngineChanged {
+	if !p.Verified && r.Fault.Code == protocol.EngineChanged {
 		p.Remedy = engineChanged()
 	}
 	if p.Verified {
@@ -318,7 +319,7 @@ func ledgerRecord(r app.Review) string {
 	} else {
 		s = fmt.Sprintf("not recorded: none of the ledger's %s names this run", count(int(l.Records), "record", "records"))
 	}
-	if !l.Verified && r.Fault != nil && r.Fault.Code != app.LedgerTampered {
+	if !l.Verified && r.Fault != nil && r.Fault.Code != protocol.LedgerTampered {
 		s += fmt.Sprintf("; the ledger's chain is damaged as well, at line %d", l.BadLine)
 	}
 	return s

@@ -1,10 +1,14 @@
-// Package stdio is the one-shot transport of protocol 1.0 (protocol §1–§3): it
-// parses the options, reads one request from standard input under the
-// character limit, hands it to the app, writes the one response line and
-// maps the answer to the exit status. It also frames the operator commands
-// "tool-runner ledger" (protocol §11) and "tool-runner version" (protocol §1).
+// Package stdio is the one-shot transport of protocol 1.0 (protocol §1–§3):
+// it parses the options, reads one request from standard input under the
+// character limit, hands it to the call layer, writes the one response
+// line and maps the answer to the exit status. It also frames the operator
+// commands "tool-runner ledger" (protocol §11.6) and "tool-runner version"
+// (protocol §1.4).
 //
-// It only frames: every check and every code is the app's.
+// It only frames: every check and every code is the app's. Each command
+// is opened first (its options, the workspace, keys and ledger checked,
+// before standard input is read) and then run, so that the composition
+// root can do what must come between, once.
 package stdio
 
 import (
@@ -14,6 +18,8 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/call"
+	"github.com/metricproof/metricproof/app/jsonout"
 	"github.com/metricproof/metricproof/app/protocol"
 )
 
@@ -79,51 +85,86 @@ func Bare(stderr io.Writer) int {
 
 // Exit is the exit status of an answer: 0 success, 3 cancelled, 1 any
 // other failure.
-func Exit(a app.Answer) int {
+func Exit(a call.Answer) int {
 	switch {
 	case a.OK():
 		return 0
-	case a.Code == app.Cancelled:
+	case a.Code == protocol.Cancelled:
 		return 3
 	}
 	return 1
 }
 
-// Run answers one call and returns the exit status. args are the command
-// line without the program's name; wire opens the adapters. Option,
-// workspace, key and ledger faults are decided before standard input is
-// read. Nothing is written to standard error on any handled path. When
-// ctx is cancelled (SIGINT, SIGTERM), the call stops at its next cancel
-// check and answers CANCELLED, or finishes if it was past its last.
-func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, wire app.Wire) int {
-	o, help, e := cli.Parse(app.OneShot, args)
+// transport is how the one-shot runner describes itself to the call
+// layer.
+var transport = call.Transport{Name: "stdio"}
+
+// OneShot is one call of the one-shot runner, opened.
+type OneShot struct {
+	opts   app.Options
+	svc    *app.Service
+	stdout io.Writer
+}
+
+// Open parses args (the command line without the program's name) and
+// opens the service: option, workspace, key and ledger faults are decided
+// here, before standard input is read, and so is the ledger's pre-check
+// (protocol §11.4), so that a damaged ledger is answered at once even
+// while the caller holds the input open. When the call ends here (a fault,
+// whose answer it writes, or --help) it returns nil and the exit status.
+func Open(ctx context.Context, args []string, stdout io.Writer, wire app.Wire) (*OneShot, int) {
+	o, help, e := cli.Parse(cli.OneShot, args)
 	if e != nil {
-		return reply(stdout, app.Refuse(e))
+		return nil, reply(stdout, call.Refuse(e))
 	}
 	if help {
 		_, _ = io.WriteString(stdout, Usage)
-		return 0
+		return nil, 0
 	}
-	s, e := app.Open(o, wire)
-	if e != nil {
-		return reply(stdout, app.Refuse(e))
+	s, err := app.Open(o.Options, wire)
+	if err != nil {
+		return nil, reply(stdout, call.Refuse(err))
 	}
-	defer s.Close()
-	// The ledger's pre-check comes before the read (protocol §11), so that a
-	// damaged ledger is answered at once even while the caller holds the
-	// input open; Serve checks it again once the request is read, which
-	// may have taken as long as the caller liked.
-	if e := s.CheckLedger(ctx); e != nil {
-		return reply(stdout, app.Refuse(e))
+	if err := s.CheckLedger(ctx); err != nil {
+		s.Close()
+		return nil, reply(stdout, call.Refuse(err))
 	}
+	return &OneShot{opts: o.Options, svc: s, stdout: stdout}, 0
+}
+
+// Options are the options the call was opened with.
+func (c *OneShot) Options() app.Options { return c.opts }
+
+// Run reads the request and answers it, and returns the exit status.
+// Nothing is written to standard error on any handled path. When ctx is
+// cancelled (SIGINT, SIGTERM), the call stops at its next cancel check and
+// answers CANCELLED, or finishes if it was past its last. The call checks
+// the ledger again once the request is read, which may have taken as long
+// as the caller liked.
+func (c *OneShot) Run(ctx context.Context, stdin io.Reader) int {
 	data, short := readInput(ctx, stdin)
-	return reply(stdout, s.Serve(ctx, app.Input{Transport: app.Stdio{}, Data: data, Short: short}))
+	a := call.New(c.svc).OneShot(ctx, transport, data, short)
+	defer a.Done()
+	return reply(c.stdout, a)
+}
+
+// Close closes the service.
+func (c *OneShot) Close() error { return c.svc.Close() }
+
+// Run answers one call, as tool-runner does: Open, Run, Close.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, wire app.Wire) int {
+	c, exit := Open(ctx, args, stdout, wire)
+	if c == nil {
+		return exit
+	}
+	defer c.Close()
+	return c.Run(ctx, stdin)
 }
 
 // reply writes the answer's line in one write and returns the exit status.
 // A success whose line could not be written exits 1: the answer was not
 // delivered (a run it committed stays committed).
-func reply(stdout io.Writer, a app.Answer) int {
+func reply(stdout io.Writer, a call.Answer) int {
 	line := append(a.JSON, '\n')
 	if err := Write(stdout, line); err != nil && a.OK() {
 		return 1
@@ -133,7 +174,7 @@ func reply(stdout io.Writer, a app.Answer) int {
 
 // readInput reads standard input under the limit, and gives up at once
 // when ctx is cancelled first.
-func readInput(ctx context.Context, stdin io.Reader) ([]byte, app.Short) {
+func readInput(ctx context.Context, stdin io.Reader) ([]byte, call.Short) {
 	type read struct {
 		data []byte
 		over bool
@@ -148,13 +189,13 @@ func readInput(ctx context.Context, stdin io.Reader) ([]byte, app.Short) {
 	case r := <-done:
 		switch {
 		case r.err != nil:
-			return nil, app.ReadFailed
+			return nil, call.ReadFailed
 		case r.over:
-			return nil, app.OverLimit
+			return nil, call.OverLimit
 		}
-		return r.data, app.Whole
+		return r.data, call.Whole
 	case <-ctx.Done():
-		return nil, app.Interrupted
+		return nil, call.Interrupted
 	}
 }
 
@@ -201,31 +242,89 @@ func Write(w io.Writer, line []byte) error {
 	return err
 }
 
-// Ledger runs "tool-runner ledger" (protocol §11): it checks the ledger's whole
-// chain and prints one compact JSON line. Exit 0 verified, 1 tampered, 2
-// an option fault.
-func Ledger(args []string, stdout io.Writer, wire app.Wire) int {
-	o, help, e := cli.Parse(app.LedgerCheck, args)
+// LedgerCheck is "tool-runner ledger", opened.
+type LedgerCheck struct {
+	opts   app.Options
+	svc    *app.Service
+	stdout io.Writer
+}
+
+// OpenLedger parses args (the command line after "ledger") and opens the
+// service. When the command ends here (an option fault, whose line it
+// writes, or --help) it returns nil and the exit status: 2 for a fault.
+func OpenLedger(args []string, stdout io.Writer, wire app.Wire) (*LedgerCheck, int) {
+	o, help, e := cli.Parse(cli.LedgerCheck, args)
 	if e == nil && help {
 		_, _ = io.WriteString(stdout, LedgerUsage)
-		return 0
-	}
-	var s *app.Service
-	if e == nil {
-		s, e = app.Open(o, wire)
-	}
-	var report app.LedgerReport
-	if e == nil {
-		defer s.Close()
-		report, e = s.CheckChain()
+		return nil, 0
 	}
 	if e != nil {
-		_ = Write(stdout, append(app.LedgerFault(e), '\n'))
-		return 2
+		return nil, ledgerFault(stdout, e)
 	}
-	_ = Write(stdout, append(report.JSON(), '\n'))
+	s, err := app.Open(o.Options, wire)
+	if err != nil {
+		return nil, ledgerFault(stdout, err)
+	}
+	return &LedgerCheck{opts: o.Options, svc: s, stdout: stdout}, 0
+}
+
+// Options are the options the command was opened with.
+func (c *LedgerCheck) Options() app.Options { return c.opts }
+
+// Run checks the ledger's whole chain and prints one compact JSON line:
+// {"ledger":"verified","records","head"}, exit 0, or
+// {"ledger":"tampered","line","code","message"}, exit 1. It changes
+// nothing, so a signal does not stop it.
+func (c *LedgerCheck) Run(context.Context, io.Reader) int {
+	report, err := c.svc.CheckChain(context.Background())
+	if err != nil {
+		return ledgerFault(c.stdout, err)
+	}
+	var v any
+	if report.Verified {
+		v = struct {
+			Ledger  string `json:"ledger"`
+			Records int64  `json:"records"`
+			Head    string `json:"head"`
+		}{"verified", report.Records, report.Head}
+	} else {
+		v = struct {
+			Ledger  string        `json:"ledger"`
+			Line    int64         `json:"line"`
+			Code    protocol.Code `json:"code"`
+			Message string        `json:"message"`
+		}{"tampered", report.Line, report.Fault.Code, report.Fault.Message}
+	}
+	line, _ := jsonout.Line(v) // plain strings and numbers always encode
+	_ = Write(c.stdout, line)
 	if !report.Verified {
 		return 1
 	}
 	return 0
+}
+
+// Close closes the service.
+func (c *LedgerCheck) Close() error { return c.svc.Close() }
+
+// Ledger runs "tool-runner ledger": OpenLedger, Run, Close.
+func Ledger(args []string, stdout io.Writer, wire app.Wire) int {
+	c, exit := OpenLedger(args, stdout, wire)
+	if c == nil {
+		return exit
+	}
+	defer c.Close()
+	return c.Run(context.Background(), nil)
+}
+
+// ledgerFault writes the line of an option fault of "tool-runner ledger",
+// {"ledger":"error","code","message"}, and returns 2.
+func ledgerFault(stdout io.Writer, err error) int {
+	e := protocol.ErrorOf(err)
+	line, _ := jsonout.Line(struct {
+		Ledger  string        `json:"ledger"`
+		Code    protocol.Code `json:"code"`
+		Message string        `json:"message"`
+	}{"error", e.Code, e.Message})
+	_ = Write(stdout, line)
+	return 2
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/internal/rebuild"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -57,12 +58,12 @@ func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings
 	}
 	if len(args) > 0 {
 		// The position on the whole command line, never the text.
-		fmt.Fprintf(stderr, "%s: argument 2 is not allowed: tool-runner version takes no arguments\n", app.InvalidOptions)
+		fmt.Fprintf(stderr, "%s: argument 2 is not allowed: tool-runner version takes no arguments\n", protocol.InvalidOptions)
 		return 2
 	}
 	id, err := eng.Identity()
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: the running engine could not be hashed; nothing was printed\n", app.IOOrNumericError)
+		fmt.Fprintf(stderr, "%s: the running engine could not be hashed; nothing was printed\n", protocol.IOOrNumericError)
 		return 2
 	}
 	if settings == nil {
@@ -72,11 +73,11 @@ func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings
 	line, err := json.Marshal(VersionLine{EngineSHA256: id.SHA256, Build: app.BuildOf(id), Settings: settings,
 		Rebuildable: len(blockers) == 0, RebuildBlockers: blockers})
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: the version line could not be encoded\n", app.InternalError)
+		fmt.Fprintf(stderr, "%s: the version line could not be encoded\n", protocol.InternalError)
 		return 2
 	}
 	if err := Write(stdout, append(line, '\n')); err != nil {
-		fmt.Fprintf(stderr, "%s: the version line could not be written to standard output; check where it goes\n", app.IOOrNumericError)
+		fmt.Fprintf(stderr, "%s: the version line could not be written to standard output; check where it goes\n", protocol.IOOrNumericError)
 		return 2
 	}
 	return 0

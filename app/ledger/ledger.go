@@ -39,6 +39,10 @@ type Record struct {
 	EngineSHA256   string  `json:"engine_sha256"`
 }
 
+// Transports are the names a record's transport may take: the transports
+// calls arrive by (protocol §11.3).
+func Transports() []string { return []string{"stdio", "mcp"} }
+
 // Rules are what a record may name beyond the protocol's tools and codes:
 // the transports calls arrive by.
 type Rules struct {

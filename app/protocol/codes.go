@@ -1,6 +1,9 @@
 package protocol
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Code is one of the protocol's error codes. The set is closed: these
 // constants are all there are.
@@ -59,20 +62,66 @@ func (c Code) Status() string {
 	return "error"
 }
 
-// Retryable reports whether a call that failed with c may succeed if
-// repeated unchanged: only OUTPUT_BUSY, once the other writer is done.
-func (c Code) Retryable() bool { return c == OutputBusy }
-
 // Error is a failure with its code and a message that is safe to show to
 // anyone: it never holds an absolute path, key bytes, or anything from a
-// request or a source but IDs that passed validation.
+// request or a source but IDs that passed validation. The code is chosen
+// where the failure happens ([Errorf]) and read at the edge ([ErrorOf]).
 type Error struct {
 	Code    Code
 	Message string
+	// Retryable reports whether the call may succeed if repeated
+	// unchanged. [Errorf] sets it for OUTPUT_BUSY (once the other writer is
+	// done); a failure that knows better sets it itself (a store that could
+	// not be reached is IO_OR_NUMERIC_ERROR and retryable, a full disk is
+	// not).
+	Retryable bool
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
-func fail(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+// Errorf is a failure with code and a message made as fmt.Sprintf makes
+// it; retryable when code is OUTPUT_BUSY.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Retryable: code == OutputBusy}
+}
+
+// ErrorOf is the protocol's failure in err's chain, or INTERNAL_ERROR for
+// an error that carries none (a bug: every failure gets its code where it
+// happens); nil for nil.
+func ErrorOf(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return Errorf(InternalError, "unexpected failure")
+}
+
+// Verification is the verification block of every response (protocol
+// §3): what this engine does not claim, in the wire's key order.
+type Verification struct {
+	NativeBI         string `json:"native_bi"`
+	HostCancellation string `json:"host_cancellation"`
+	OSSandbox        string `json:"os_sandbox"`
+	RealModelQuality string `json:"real_model_quality"`
+	HumanReview      string `json:"human_review"`
+}
+
+// NotClaimed is the one value of every response's verification block.
+func NotClaimed() Verification {
+	return Verification{
+		NativeBI:         "not_run",
+		HostCancellation: "not_tested",
+		OSSandbox:        "not_claimed",
+		RealModelQuality: "not_tested",
+		HumanReview:      "not_performed",
+	}
+}
+
+// Amended is the same failure, code and retryability, with more said
+// after its message (format is fmt.Sprintf's): "; run r1 stays committed".
+func (e *Error) Amended(format string, args ...any) *Error {
+	return &Error{Code: e.Code, Message: e.Message + fmt.Sprintf(format, args...), Retryable: e.Retryable}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,12 +108,27 @@ func TestDecodeMCPArguments(t *testing.T) {
 	}
 }
 
-// Only CANCELLED has its own status, and only OUTPUT_BUSY is retryable.
+// Only CANCELLED has its own status, and only OUTPUT_BUSY is retryable
+// unless the failure says otherwise.
 func TestCodesStatusAndRetry(t *testing.T) {
 	is := is.New(t)
 	is.Equal(len(protocol.Codes()), 28)
 	for _, c := range protocol.Codes() {
 		is.Equal(c.Status() == "cancelled", c == protocol.Cancelled)
-		is.Equal(c.Retryable(), c == protocol.OutputBusy)
+		is.Equal(protocol.Errorf(c, "x").Retryable, c == protocol.OutputBusy)
 	}
+}
+
+// Retryability belongs to the failure: an amended failure keeps it, so a
+// store that marks an IO_OR_NUMERIC_ERROR retryable is answered so.
+func TestRetryabilityIsTheFailuresAndSurvivesAmending(t *testing.T) {
+	is := is.New(t)
+	e := &protocol.Error{Code: protocol.IOOrNumericError, Message: "the store could not be reached", Retryable: true}
+	amended := e.Amended("; nothing was committed")
+	is.Equal(amended.Message, "the store could not be reached; nothing was committed")
+	is.True(amended.Retryable)
+	is.True(!protocol.Errorf(protocol.IOOrNumericError, "x").Amended("y").Retryable)
+	is.Equal(protocol.ErrorOf(nil), (*protocol.Error)(nil))
+	is.Equal(protocol.ErrorOf(fmt.Errorf("wrapped: %w", e)), e)
+	is.Equal(protocol.ErrorOf(errors.New("a bug")).Code, protocol.InternalError) // no code is a bug
 }

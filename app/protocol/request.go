@@ -14,6 +14,10 @@ import (
 	"github.com/metricproof/metricproof/domain"
 )
 
+// Version is the version of the tool protocol this engine speaks: every
+// response and receipt names it.
+const Version = "1.0"
+
 // RequestLimitChars is the largest request, in Unicode code points: the
 // whole standard input over stdio, params.arguments over MCP.
 const RequestLimitChars = 65_536
@@ -66,10 +70,10 @@ func DecodeRequest(data []byte) (Call, *Error) {
 	var c Call
 	v, err := jsonvalue.Parse(data)
 	if err != nil {
-		return c, fail(InvalidJSON, "the request is not strict JSON: %v", err)
+		return c, Errorf(InvalidJSON, "the request is not strict JSON: %v", err)
 	}
 	if v.Kind != jsonvalue.Object {
-		return c, fail(InvalidRequest, "the request must be a JSON object, not %s", article(v.Kind))
+		return c, Errorf(InvalidRequest, "the request must be a JSON object, not %s", article(v.Kind))
 	}
 	id, hasID := v.Get("request_id")
 	if hasID && id.Kind == jsonvalue.String && domain.ValidID(id.Text) {
@@ -79,30 +83,30 @@ func DecodeRequest(data []byte) (Call, *Error) {
 		switch m.Key {
 		case "request_id", "tool", "arguments":
 		default:
-			return c, fail(InvalidRequest, "the request has a key other than request_id, tool and arguments")
+			return c, Errorf(InvalidRequest, "the request has a key other than request_id, tool and arguments")
 		}
 	}
 	tool, hasTool := v.Get("tool")
 	args, hasArgs := v.Get("arguments")
 	switch {
 	case !hasID:
-		return c, fail(InvalidRequest, "the request has no request_id")
+		return c, Errorf(InvalidRequest, "the request has no request_id")
 	case !hasTool:
-		return c, fail(InvalidRequest, "the request has no tool")
+		return c, Errorf(InvalidRequest, "the request has no tool")
 	case !hasArgs:
-		return c, fail(InvalidRequest, "the request has no arguments")
+		return c, Errorf(InvalidRequest, "the request has no arguments")
 	case !c.IDHeard:
-		return c, fail(InvalidRequest, "request_id must be a string of 1 to 64 ASCII letters, digits, '_' or '-', starting with a letter or digit")
+		return c, Errorf(InvalidRequest, "request_id must be a string of 1 to 64 ASCII letters, digits, '_' or '-', starting with a letter or digit")
 	case tool.Kind != jsonvalue.String:
-		return c, fail(InvalidRequest, "tool must be a string, not %s", article(tool.Kind))
+		return c, Errorf(InvalidRequest, "tool must be a string, not %s", article(tool.Kind))
 	case args.Kind != jsonvalue.Object:
-		return c, fail(InvalidRequest, "arguments must be an object, not %s", article(args.Kind))
+		return c, Errorf(InvalidRequest, "arguments must be an object, not %s", article(args.Kind))
 	}
 	switch tool.Text {
 	case ToolInspect, ToolAnalyze, ToolVerify:
 		c.Tool, c.ToolHeard = tool.Text, true
 	default:
-		return c, fail(UnknownTool, "tool must be one of %s, %s, %s (exact match)", ToolInspect, ToolAnalyze, ToolVerify)
+		return c, Errorf(UnknownTool, "tool must be one of %s, %s, %s (exact match)", ToolInspect, ToolAnalyze, ToolVerify)
 	}
 	return decodeArguments(c, args, false)
 }
@@ -112,7 +116,7 @@ func DecodeRequest(data []byte) (Call, *Error) {
 // when there is one), so that every answer carries it, refusals included.
 func MCPCall(tool string, raw []byte, assign func() string) Call {
 	c := Call{Tool: tool, ToolHeard: true, IDHeard: true}
-	if tool == ToolAnalyze && chars(raw) <= RequestLimitChars {
+	if tool == ToolAnalyze && Chars(raw) <= RequestLimitChars {
 		if v, err := jsonvalue.Parse(raw); err == nil {
 			if id, ok := v.Get("run_id"); ok && id.Kind == jsonvalue.String && domain.ValidID(id.Text) {
 				c.ID = id.Text
@@ -127,21 +131,21 @@ func MCPCall(tool string, raw []byte, assign func() string) Call {
 // DecodeMCP runs the checks of protocol §2 and §9 on the raw params.arguments
 // of the MCP call c (absent when raw is empty).
 func DecodeMCP(c Call, raw []byte) (Call, *Error) {
-	if chars(raw) > RequestLimitChars {
-		return c, fail(RequestLimit, "arguments is longer than %d characters", RequestLimitChars)
+	if Chars(raw) > RequestLimitChars {
+		return c, ArgumentsTooLong()
 	}
 	if len(raw) == 0 {
 		raw = []byte("{}") // absent
 	}
 	v, err := jsonvalue.Parse(raw)
 	if err != nil {
-		return c, fail(InvalidJSON, "arguments is not strict JSON: %v", err)
+		return c, Errorf(InvalidJSON, "arguments is not strict JSON: %v", err)
 	}
 	if v.Kind == jsonvalue.Null {
 		v = jsonvalue.Value{Kind: jsonvalue.Object}
 	}
 	if v.Kind != jsonvalue.Object {
-		return c, fail(InvalidArguments, "arguments must be an object, not %s", article(v.Kind))
+		return c, Errorf(InvalidArguments, "arguments must be an object, not %s", article(v.Kind))
 	}
 	return decodeArguments(c, v, true)
 }
@@ -183,16 +187,16 @@ func exactArguments(args jsonvalue.Value, required, optional []string) *Error {
 		if !slices.Contains(required, m.Key) && !slices.Contains(optional, m.Key) {
 			switch {
 			case len(required) == 0:
-				return fail(InvalidArguments, "this tool takes no arguments")
+				return Errorf(InvalidArguments, "this tool takes no arguments")
 			case len(optional) == 0:
-				return fail(InvalidArguments, "arguments has a key other than %s", required[0])
+				return Errorf(InvalidArguments, "arguments has a key other than %s", required[0])
 			}
-			return fail(InvalidArguments, "arguments has a key other than %s and %s", required[0], optional[0])
+			return Errorf(InvalidArguments, "arguments has a key other than %s and %s", required[0], optional[0])
 		}
 	}
 	for _, name := range required {
 		if _, ok := args.Get(name); !ok {
-			return fail(InvalidArguments, "arguments needs %s", name)
+			return Errorf(InvalidArguments, "arguments needs %s", name)
 		}
 	}
 	return nil
@@ -201,10 +205,10 @@ func exactArguments(args jsonvalue.Value, required, optional []string) *Error {
 func stringArgument(args jsonvalue.Value, name string, valid func(string) bool, want string) (string, *Error) {
 	v, _ := args.Get(name)
 	if v.Kind != jsonvalue.String {
-		return "", fail(InvalidArguments, "%s must be %s, not %s", name, want, article(v.Kind))
+		return "", Errorf(InvalidArguments, "%s must be %s, not %s", name, want, article(v.Kind))
 	}
 	if !valid(v.Text) {
-		return "", fail(InvalidArguments, "%s must be %s", name, want)
+		return "", Errorf(InvalidArguments, "%s must be %s", name, want)
 	}
 	return v.Text, nil
 }
@@ -234,10 +238,16 @@ func IsDigest(s string) bool {
 	return true
 }
 
-// chars counts the characters of data as the stdio transport does: each
-// byte that does not continue a UTF-8 sequence, which is the code point
-// count of valid UTF-8 (invalid UTF-8 is refused by the JSON check).
-func chars(data []byte) int {
+// ArgumentsTooLong is the answer to a tool call whose arguments are longer
+// than RequestLimitChars.
+func ArgumentsTooLong() *Error {
+	return Errorf(RequestLimit, "arguments is longer than %d characters", RequestLimitChars)
+}
+
+// Chars counts the characters of data as the request limit counts them:
+// each byte that does not continue a UTF-8 sequence, which is the code
+// point count of valid UTF-8 (invalid UTF-8 is refused by the JSON check).
+func Chars(data []byte) int {
 	n := 0
 	for _, b := range data {
 		if b&0xC0 != 0x80 {

@@ -6,7 +6,9 @@
 // README.md and docs/protocol.md.
 //
 // This is the composition root: it wires the real-disk adapters into the
-// app and hands the command line to the transport it names, nothing more.
+// app and hands the command line to the command it names, nothing more.
+// Every command is opened (its options parsed, the workspace, keys, paths
+// and ledger checked) before it reads a request, and then run.
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/mcp"
 	"github.com/metricproof/metricproof/adapters/report"
 	"github.com/metricproof/metricproof/adapters/stdio"
+	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/internal/wire"
 )
 
@@ -48,15 +51,43 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "mcp":
-		return mcp.Serve(ctx, args[1:], stdin, stdout, stderr, wire, moduleVersion())
+		c, exit := mcp.Open(args[1:], stdout, stderr, wire, moduleVersion())
+		return runOpened(ctx, c, exit, stdin)
 	case "ledger":
-		return stdio.Ledger(args[1:], stdout, wire)
+		c, exit := stdio.OpenLedger(args[1:], stdout, wire)
+		return runOpened(ctx, c, exit, stdin)
 	case "report":
-		return report.Run(ctx, args[1:], stdout, stderr, wire, engine.Settings())
+		c, exit := report.Open(args[1:], stdout, stderr, wire, engine.Settings())
+		return runOpened(ctx, c, exit, stdin)
 	case "version":
 		return stdio.Version(args[1:], stdout, stderr, eng, engine.Settings())
 	}
-	return stdio.Run(ctx, args, stdin, stdout, wire)
+	c, exit := stdio.Open(ctx, args, stdout, wire)
+	return runOpened(ctx, c, exit, stdin)
+}
+
+// command is a command opened: its options checked and its service open.
+type command interface {
+	Options() app.Options
+	Run(ctx context.Context, stdin io.Reader) int
+	Close() error
+}
+
+// runOpened runs an opened command, c, and closes it; a nil c (the
+// command ended when it was opened: a fault, or --help) is exit. What must
+// come between a command's checks and its first read of a request (the
+// kernel's confinement to the paths of c.Options()) goes here, once for
+// every command.
+func runOpened[C interface {
+	comparable
+	command
+}](ctx context.Context, c C, exit int, stdin io.Reader) int {
+	var none C
+	if c == none {
+		return exit
+	}
+	defer c.Close()
+	return c.Run(ctx, stdin)
 }
 
 // cancelledBySignals returns a context that the first SIGINT or SIGTERM

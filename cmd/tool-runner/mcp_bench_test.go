@@ -17,6 +17,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/mcp"
 	"github.com/metricproof/metricproof/adapters/osfs"
 	"github.com/metricproof/metricproof/app"
+	appcall "github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/internal/testinputs"
 	"github.com/metricproof/metricproof/internal/wire"
@@ -32,7 +33,7 @@ import (
 //	go test ./cmd/tool-runner -run '^$' -bench BenchmarkMCP -benchmem
 //	go test ./cmd/tool-runner -run '^$' -bench 'BenchmarkMCP/rows=10000/analyze' -cpuprofile cpu.out
 //
-// cmd/bench -mcp measures the same against the built binary.
+// internal/tools/bench -mcp measures the same against the built binary.
 func BenchmarkMCP(b *testing.B) {
 	root := filepath.Join("..", "..")
 	desc, err := os.ReadFile(filepath.Join(root, "testdata", "max-sources.json"))
@@ -108,25 +109,21 @@ func BenchmarkMCP(b *testing.B) {
 // connects the SDK's client to it through pipes.
 func benchSession(b *testing.B, ws string, eng *engine.Self) *sdk.ClientSession {
 	b.Helper()
-	o, _, e := cli.Parse(app.MCP, []string{"--workspace", ws, "--output-dir", "runs"})
+	o, _, e := cli.Parse(cli.MCP, []string{"--workspace", ws, "--output-dir", "runs"})
 	if e != nil {
 		b.Fatal(e)
 	}
-	svc, e := app.Open(o, wire.Real(eng))
-	if e != nil {
-		b.Fatal(e)
+	svc, err := app.Open(o.Options, wire.Real(eng))
+	if err != nil {
+		b.Fatal(err)
 	}
 	b.Cleanup(func() { svc.Close() })
-	server, err := mcp.NewServer(svc, "bench", context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	ss, err := mcp.Connect(context.Background(), server, inR, outW, nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	served := make(chan error, 1)
+	go func() {
+		served <- mcp.ServeStdio(appcall.New(svc), o.ListLimit, "bench", inR, outW, context.Background())
+	}()
 	client := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
@@ -135,7 +132,9 @@ func benchSession(b *testing.B, ws string, eng *engine.Self) *sdk.ClientSession 
 	b.Cleanup(func() {
 		cs.Close()
 		inW.Close()
-		_ = ss.Wait()
+		if err := <-served; err != nil {
+			b.Error(err)
+		}
 	})
 	return cs
 }

@@ -18,9 +18,9 @@ import (
 	"github.com/matryer/is"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/metricproof/metricproof/cmd/internal/buildcmd"
 	"github.com/metricproof/metricproof/contracts"
 	"github.com/metricproof/metricproof/internal/testutil"
+	"github.com/metricproof/metricproof/internal/tools/buildcmd"
 )
 
 // versionSchema compiles contracts/schemas/version.schema.json with the

@@ -4,8 +4,8 @@
 // variants (sources.json), and the description of the maximum inputs of
 // protocol §8 (max-sources.json), which it generates.
 //
-// It is for tests, the whole-process benchmark (cmd/bench) and the
-// differential script (cmd/oneshotdiff) only. It does no I/O: callers read
+// It is for tests, the whole-process benchmark (internal/tools/bench) and the
+// differential script (internal/tools/oneshotdiff) only. It does no I/O: callers read
 // the files and hand it their bytes, so one decoder and one generator serve
 // every package.
 package testinputs

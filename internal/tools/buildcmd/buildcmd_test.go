@@ -10,11 +10,11 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/metricproof/metricproof/adapters/report"
-	"github.com/metricproof/metricproof/cmd/internal/buildcmd"
+	"github.com/metricproof/metricproof/internal/tools/buildcmd"
 )
 
 // The reviewer's page names the build command in its rebuild sentence
-// (protocol §13); the adapter cannot import cmd/internal, so it keeps a
+// (protocol §13); the adapter cannot import a developer tool, so it keeps a
 // copy, held to the one command here.
 func TestTheReviewersPageNamesTheOneCommand(t *testing.T) {
 	is.New(t).Equal(report.BuildCommand, buildcmd.Line)

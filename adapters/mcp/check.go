@@ -10,9 +10,20 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/domain"
 )
 
-// The bounds of protocol §9 on one line, beside MaxLineBytes.
+// The checker of protocol §9.7 reads one message's bytes (a line of the
+// stdio transport; a POST body of an HTTP one) and either lets it through
+// to the SDK or answers it itself: what is not JSON (-32700), what is not
+// an acceptable JSON-RPC 2.0 message (-32600), and what the SDK's own
+// transport would mishandle (an id it would round, a depth it would end
+// the session on). It builds no tree of the message: a 16 MiB line of
+// tiny values costs its own bytes.
+
+// The bounds on one message, beside MaxLineBytes.
 const (
 	// MaxOutsideBytes is the most a message may hold outside the value of
 	// params.arguments: no message this server takes needs more.
@@ -24,42 +35,46 @@ const (
 	// _meta twice), so a line must be bounded in values as well as in bytes
 	// to cost at most a few times its own size.
 	MaxOutsideValues = 1 << 16
+	// MaxDepth is the deepest a message may nest (the message itself is
+	// level 1), arguments included: the SDK's decoder refuses a deeper
+	// one, and its transport would then end the session.
+	MaxDepth = 1000
 	// maxID is the largest integer id: every JSON client represents the
 	// integers within ±(2^53−1) exactly.
 	maxID = 1<<53 - 1
 )
 
-// line is one input line, or the end of input.
-type line struct {
-	data    []byte
-	tooLong bool
-	err     error // io.EOF at the end of input
-}
-
-// message is a line that passed the checks of protocol §9: what goes to the
-// SDK, and what the connection needs to know about it.
+// message is one message that passed the checks: what the transport
+// needs to know of it.
 type message struct {
-	msg jsonrpc.Message
-	// outsideBytes and outsideValues measure the message outside
-	// params.arguments.
-	outsideBytes, outsideValues int
-	// hasMeta is set when params holds a _meta: the SDK keeps a call's
-	// decoded 2026-07-28 capabilities until it answers.
-	hasMeta bool
-	// For a tools/call: the tool's name and the raw bytes of
-	// params.arguments (nil when absent), which the SDK does not get: a
-	// slice of the line.
-	toolCall  bool
-	tool      string
-	arguments []byte
-	// For notifications/cancelled: the id it cancels, when it names one.
-	cancels jsonrpc.ID
-}
-
-// heldBytes is what the SDK holds for the message's call until it answers:
-// its bytes outside params.arguments and the trees it decodes from them.
-func (m *message) heldBytes() int {
-	return m.outsideBytes + 160*m.outsideValues
+	// blank: nothing but white space, skipped.
+	blank bool
+	// call: a request with an id, which the SDK answers, once; id is its
+	// id (the id's JSON text is idText).
+	call   bool
+	id     any
+	idText []byte
+	// slotted: a tools/call or a resources/read, which takes a compute
+	// slot once its handler starts.
+	slotted bool
+	// cancels is the id a notifications/cancelled names, when it is a valid
+	// one; drop marks one that names none, which the SDK would read
+	// wrongly (1.5 as 1) and which cancels nothing.
+	cancels any
+	drop    bool
+	// heldBytes is what the SDK holds of the message until it answers it:
+	// the line, the params it keeps, the arguments it copies, and the
+	// trees it decodes (about 160 bytes a value outside the arguments).
+	heldBytes int
+	// body is what the SDK gets: the message's bytes, but for arguments
+	// longer than the request limit, which are replaced by {}. The SDK
+	// would copy a line of them four times over, 90 MiB live for 16 MiB;
+	// the only answer to them is REQUEST_LIMIT, so the tool needs only
+	// that they were too long and their SHA256 (heldBack, argsSHA256),
+	// which the stream gives its handler.
+	body       []byte
+	heldBack   bool
+	argsSHA256 string
 }
 
 // scanned is what the first pass learned of a line.
@@ -68,48 +83,42 @@ type scanned struct {
 	argStart, argEnd int            // the span of params.arguments; argEnd 0 when absent
 	ids              int            // how many "id" members the message has
 	id               jsontext.Value // the last of them
-	name             string         // params.name, when it is a string
 	requestID        jsontext.Value // params.requestId
-	hasMeta          bool
 	dec              *jsontext.Decoder
 	data             []byte
 }
 
-// decodeLine applies protocol §9 to one line: nil, nil for a blank line; the
-// message to hand to the SDK; or the JSON-RPC error line to answer
-// instead. It builds no tree of the line: a first pass reads its tokens
-// (a line that is not JSON is -32700, wherever its fault), measuring what
-// lies outside params.arguments and finding the members the checks need;
-// a second, over the line without params.arguments, refuses duplicate
-// names and strings that are not Unicode there (-32600). Inside
-// params.arguments those are the tool's to answer (INVALID_JSON).
-func decodeLine(l line) (*message, []byte) {
-	if l.tooLong {
-		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: the line is longer than 16 MiB")
-	}
-	data := bytes.TrimSuffix(bytes.TrimSuffix(l.data, []byte("\n")), []byte("\r"))
+// check applies protocol §9.7 to one message's bytes, data (a line without
+// its LF or CRLF): the message, or the JSON-RPC error line to answer
+// instead. A first pass reads its tokens (a message that is not JSON is
+// -32700, wherever its fault), measuring what lies outside
+// params.arguments and finding the members the checks need; a second,
+// over the message without params.arguments, refuses duplicate names and
+// strings that are not Unicode there (-32600). Inside params.arguments
+// those are the tool's to answer (INVALID_JSON).
+func check(data []byte) (message, []byte) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, nil
+		return message{blank: true}, nil
 	}
 	notJSON := rpcError(nil, jsonrpc.CodeParseError, "Parse error: the line is not JSON")
 	if !utf8.Valid(data) {
-		return nil, notJSON
+		return message{}, notJSON
 	}
 	s := &scanned{data: data, dec: jsontext.NewDecoder(bytes.NewBuffer(data),
 		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))}
 	object, err := s.scan()
 	if err != nil {
-		return nil, notJSON
+		return message{}, notJSON
 	}
 	if !object {
-		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: a message is one JSON object; batches are not accepted")
+		return message{}, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: a message is one JSON object; batches are not accepted")
 	}
 	outside := len(data) - (s.argEnd - s.argStart)
 	switch {
 	case outside > MaxOutsideBytes:
-		return nil, rpcError(s.validID(), jsonrpc.CodeInvalidRequest, "Invalid Request: the message holds more than 1 MiB outside params.arguments")
+		return message{}, rpcError(s.validID(), jsonrpc.CodeInvalidRequest, "Invalid Request: the message holds more than 1 MiB outside params.arguments")
 	case s.values > MaxOutsideValues:
-		return nil, rpcError(s.validID(), jsonrpc.CodeInvalidRequest, "Invalid Request: the message holds more than 65536 JSON values outside params.arguments")
+		return message{}, rpcError(s.validID(), jsonrpc.CodeInvalidRequest, "Invalid Request: the message holds more than 65536 JSON values outside params.arguments")
 	}
 	rest := data
 	if s.argEnd > 0 {
@@ -117,46 +126,68 @@ func decodeLine(l line) (*message, []byte) {
 		rest = append(append(append(rest, data[:s.argStart]...), "{}"...), data[s.argEnd:]...)
 	}
 	if strict(rest) != nil {
-		return nil, rpcError(s.validID(), jsonrpc.CodeInvalidRequest, "Invalid Request: a duplicate key, or a string that is not valid Unicode, outside params.arguments")
+		return message{}, rpcError(s.validID(), jsonrpc.CodeInvalidRequest, "Invalid Request: a duplicate key, or a string that is not valid Unicode, outside params.arguments")
 	}
 	// MCP ids are strings or integers. The SDK would read 5.5 or 1e1 as 5
 	// or 10, and 2^53+1 as 2^53, and answer under an id that was never
 	// sent; it would take a null id for no id and answer nothing.
 	if s.ids > 0 && s.validID() == nil {
-		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: id must be a string or an integer from -(2^53-1) to 2^53-1")
+		return message{}, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: id must be a string or an integer from -(2^53-1) to 2^53-1")
+	}
+	if tooDeep(data) {
+		return message{}, rpcError(s.validID(), jsonrpc.CodeInvalidRequest, "Invalid Request: the message nests deeper than 1000 levels")
 	}
 	msg, err := jsonrpc.DecodeMessage(rest)
 	if err != nil {
-		return nil, rpcError(s.validID(), jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message")
+		return message{}, rpcError(s.validID(), jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message")
 	}
-	m := &message{msg: msg, outsideBytes: outside, outsideValues: s.values, hasMeta: s.hasMeta}
+	m := message{body: data, heldBytes: callBytes + len(data) + (s.argEnd - s.argStart) + 160*s.values}
+	if args := data[s.argStart:s.argEnd]; protocol.Chars(args) > protocol.RequestLimitChars {
+		m.body, m.heldBack, m.argsSHA256 = rest, true, domain.SHA256Hex(args)
+		m.heldBytes = callBytes + len(rest) + 160*s.values
+	}
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
 		return m, nil
 	}
-	switch {
-	case !req.IsCall():
-		// A notification reaches the SDK with nothing it does not read:
-		// it handles notifications one at a time, in a queue that grows
-		// while it reads faster than it handles them.
-		req.Params = json.RawMessage("{}")
-		// Only an id a call may have names a call to cancel (the SDK would
-		// take 1.5 for 1).
-		if id := validID(s.requestID); req.Method == "notifications/cancelled" && id != nil {
-			req.Params = json.RawMessage(`{"requestId":` + string(id) + `}`)
-			m.cancels, _ = jsonrpc.MakeID(idValue(s.requestID))
-		}
-	case req.Method == "tools/call":
-		// The SDK gets the params with arguments {}: it never reads a raw
-		// tool's arguments, only copies them, twice for a 16 MiB line. The
-		// arguments go to the tool's handler from here (withHooks), the
-		// bytes as they arrived: the tool's input, and the ledger's.
-		m.toolCall, m.tool = true, s.name
-		if s.argEnd > 0 {
-			m.arguments = data[s.argStart:s.argEnd]
+	if req.IsCall() {
+		m.call, m.id, m.idText = true, idValue(s.id), s.validID()
+		m.slotted = req.Method == "tools/call" || req.Method == "resources/read"
+	} else if req.Method == "notifications/cancelled" {
+		// Only an id a call may have names a call to cancel.
+		if id := validID(s.requestID); id != nil {
+			m.cancels = idValue(s.requestID)
+		} else {
+			m.drop = true
 		}
 	}
 	return m, nil
+}
+
+// tooDeep reports whether data nests deeper than MaxDepth, counted as the
+// SDK's decoder counts: every bracket outside a string.
+func tooDeep(data []byte) bool {
+	depth, inString, escaped := 0, false, false
+	for _, b := range data {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && b == '\\':
+			escaped = true
+		case inString && b == '"':
+			inString = false
+		case inString:
+		case b == '"':
+			inString = true
+		case b == '{' || b == '[':
+			if depth++; depth > MaxDepth {
+				return true
+			}
+		case b == '}' || b == ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // strict reports whether data, valid JSON, is one document with no
@@ -241,22 +272,13 @@ func (s *scanned) params() error {
 				return err
 			}
 			s.argEnd = int(s.dec.InputOffset())
-		case "name", "requestId":
+		case "requestId":
 			v, err := s.dec.ReadValue()
 			if err != nil {
 				return err
 			}
 			s.count(v)
-			if key == "requestId" {
-				s.requestID = v.Clone()
-			} else if v.Kind() == '"' {
-				s.name = unquote(v)
-			}
-		case "_meta":
-			s.hasMeta = true
-			if err := s.skip(); err != nil {
-				return err
-			}
+			s.requestID = v.Clone()
 		default:
 			if err := s.skip(); err != nil {
 				return err
@@ -353,13 +375,13 @@ func validID(v jsontext.Value) json.RawMessage {
 	return nil
 }
 
-// idValue is v, a string or a number, as the SDK's MakeID takes it.
+// idValue is v, a valid id, as a key: its string, or its integer.
 func idValue(v jsontext.Value) any {
 	if v.Kind() == '"' {
 		return unquote(v)
 	}
-	f, _ := strconv.ParseFloat(string(v), 64)
-	return f
+	n, _ := strconv.ParseInt(string(v), 10, 64)
+	return n
 }
 
 // unquote returns the text of v, a JSON string.

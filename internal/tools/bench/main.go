@@ -16,8 +16,8 @@
 // verify by the same binary that analyzed), or bench fails instead of
 // timing a refusal. Run it from the repository:
 //
-//	go run ./cmd/bench            # 15 runs of each
-//	go run ./cmd/bench -runs 31
+//	go run ./internal/tools/bench            # 15 runs of each
+//	go run ./internal/tools/bench -runs 31
 //
 // With -mcp it measures the MCP server instead (mcp.go): one warm
 // "tool-runner mcp" session per size, the SDK's client timing each
@@ -40,8 +40,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/metricproof/metricproof/cmd/internal/buildcmd"
 	"github.com/metricproof/metricproof/internal/testinputs"
+	"github.com/metricproof/metricproof/internal/tools/buildcmd"
 )
 
 func main() {
@@ -67,6 +67,10 @@ func launch(argv []string) int {
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
+	if cmd.ProcessState == nil { // it never started (no process left on a loaded machine)
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 127
+	}
 	rss := exitedRSSKiB(cmd.ProcessState)
 	report := os.NewFile(3, "report")
 	fmt.Fprintf(report, "%d %d\n", wall.Nanoseconds(), rss)
@@ -124,7 +128,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *runs < 15 || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: go run ./cmd/bench [-runs N (>= 15)] [-keep] [-mcp] [-runner PATH]")
+		fmt.Fprintln(stderr, "usage: go run ./internal/tools/bench [-runs N (>= 15)] [-keep] [-mcp] [-runner PATH]")
 		return 2
 	}
 	b, err := newBench(*keep, *runner)
@@ -188,7 +192,7 @@ func newBench(keep bool, runner string) (*bench, error) {
 	// stripped binary), and the floor alike.
 	builds := [][2]string{
 		{b.runner, "./cmd/tool-runner"},
-		{b.floor, "./cmd/bench/floor"},
+		{b.floor, "./internal/tools/bench/floor"},
 	}
 	if runner != "" {
 		if b.runner, err = filepath.Abs(runner); err != nil {

@@ -1,4 +1,4 @@
-package app
+package call
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 // ComputeSlots is how many tool calls and resource reads of one service
-// compute at once (protocol §9, Load): min(GOMAXPROCS, 4).
+// compute at once (protocol §9.8): min(GOMAXPROCS, 4).
 func ComputeSlots() int { return min(runtime.GOMAXPROCS(0), 4) }
 
 // turns admits at most n holders at a time, in the order their places were
@@ -94,78 +94,56 @@ func (p *place) release() {
 	t.grantLocked()
 }
 
-// admission is one call's places in the service's lines: for an analyze
-// the commit turn, then a compute slot; for the other tools a compute slot.
-type admission struct {
-	s       *Service
-	commit  *place
-	compute *place
-}
-
-// arrive takes the call's first place as it arrives, when its tool is
-// known before its request is read (over MCP); otherwise (over stdio) the
-// places are taken once the request is decoded, by take.
-func (s *Service) arrive(in Input) *admission {
-	a := &admission{s: s}
-	switch {
-	case in.Tool == "":
-	case in.Tool == protocol.ToolAnalyze:
-		a.commit = s.commits.arrive()
-	default:
-		a.compute = s.slots.arrive()
-	}
-	return a
+// Place is one call's or read's places in the service's lines: for an
+// analyze the commit turn, then a compute slot; for the other tools and a
+// resource read a compute slot. A call takes its first place as it
+// arrives ([Calls.ArriveCall], [Calls.ArriveRead]), and waits for it once
+// it has passed its checks.
+type Place struct {
+	commits, slots  *turns
+	commit, compute *place
 }
 
 // take waits for the call's turns: an analyze first for the commit turn,
 // holding no compute slot meanwhile, then every call for a compute slot.
 // A call cancelled while it waits answers CANCELLED and has computed
 // nothing.
-func (a *admission) take(ctx context.Context, tool string) *Error {
+func (p *Place) take(ctx context.Context, tool string) error {
 	if tool == protocol.ToolAnalyze {
-		if a.commit == nil {
-			a.commit = a.s.commits.arrive()
+		if p.commit == nil {
+			p.commit = p.commits.arrive()
 		}
-		if !a.commit.wait(ctx) {
-			return a.s.checkCancel(ctx, "while waiting for another analyze of this server")
+		if !p.commit.wait(ctx) {
+			return cancelledWhile("while waiting for another analyze of this server")
 		}
 	}
-	if a.compute == nil { // an analyze arrives at the compute slots once it has its turn
-		a.compute = a.s.slots.arrive()
+	if p.compute == nil { // an analyze arrives at the compute slots once it has its turn
+		p.compute = p.slots.arrive()
 	}
-	if !a.compute.wait(ctx) {
-		return a.s.checkCancel(ctx, "while waiting for a compute slot")
+	if !p.compute.wait(ctx) {
+		return cancelledWhile("while waiting for a compute slot")
 	}
 	return nil
 }
 
+// cancelledWhile is a call cancelled while it waited for its turn.
+func cancelledWhile(point string) error {
+	return protocol.Errorf(protocol.Cancelled, "the call was cancelled (checked %s); it stopped and nothing was committed", point)
+}
+
 // leaveCommits gives the commit turn back: an analyze holds it from before
 // it reads anything until its commit is done.
-func (a *admission) leaveCommits() {
-	if a.commit != nil {
-		a.commit.release()
+func (p *Place) leaveCommits() {
+	if p.commit != nil {
+		p.commit.release()
 	}
 }
 
-// release gives every place of the call back.
-func (a *admission) release() {
-	a.leaveCommits()
-	if a.compute != nil {
-		a.compute.release()
+// release gives every place of the call back. It may be called more than
+// once.
+func (p *Place) release() {
+	p.leaveCommits()
+	if p.compute != nil {
+		p.compute.release()
 	}
-}
-
-// Compute waits, in arrival order with the tool calls, for one of the
-// service's compute slots (protocol §9, Load: at most [ComputeSlots] tool calls
-// and resource reads compute at once) and returns its release, which must
-// be called once the work and the delivery of its answer are done. It
-// returns ctx's error, holding nothing, when ctx is done first. Resource
-// reads take it around their read; the tool calls take theirs inside
-// [Service.Serve].
-func (s *Service) Compute(ctx context.Context) (release func(), err error) {
-	p := s.slots.arrive()
-	if !p.wait(ctx) {
-		return nil, ctx.Err()
-	}
-	return p.release, nil
 }

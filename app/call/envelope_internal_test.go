@@ -1,18 +1,48 @@
-package app
+package call
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
+	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/jsonout"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/internal/testinputs"
 )
+
+// marshal is encoding/json's bytes of v, without HTML escaping, indented
+// by indent or compact, ending in one newline: what the encoder must write.
+func marshal(v any, indent string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if indent != "" {
+		enc.SetIndent("", indent)
+	}
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// savedLayout is the indentation of the saved files.
+const savedLayout = "  "
+
+// saved is v in the saved layout, as app writes its files.
+func saved(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := jsonout.Append(nil, v, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n')
+}
 
 // hostile holds strings with every escape encoding/json writes, and what
 // it leaves alone (no HTML escaping).
@@ -69,16 +99,16 @@ func sampleResult(s string, n int, nilLists bool) domain.Result {
 func sampleEnvelopes(s string, result any) []envelope {
 	id := str(s)
 	return []envelope{
-		{ProtocolVersion: ProtocolVersion, RequestID: id, OK: true, Status: "success", Tool: id, Result: result,
-			Artifacts: Artifacts{Result: s, Receipt: s, Checksums: s, Attestation: s}, Verification: notClaimed()},
-		{ProtocolVersion: ProtocolVersion, Status: "error", Error: &wireError{Code: Code(s), Message: s, Retryable: true},
-			Verification: notClaimed()},
-		{ProtocolVersion: s, RequestID: id, Status: s, Result: result, Artifacts: Artifacts{Receipt: s}, Verification: disclaimer{HumanReview: s}},
-		// Over MCP: the tenth key, empty and not.
-		{ProtocolVersion: ProtocolVersion, RequestID: id, OK: true, Status: "success", Tool: id, Result: result,
-			Verification: notClaimed(), Truncated: &truncation{}},
-		{ProtocolVersion: ProtocolVersion, RequestID: id, Status: "error", Error: &wireError{Code: Code(s), Message: s},
-			Verification: notClaimed(), Truncated: &truncation{{pointerContributions, 10_000}, {pointerAnalyzeBlocker + "3" + pointerSubjects, 11}}},
+		{ProtocolVersion: protocol.Version, RequestID: id, OK: true, Status: "success", Tool: id, Result: result,
+			Artifacts: app.Artifacts{Result: s, Receipt: s, Checksums: s, Attestation: s}, Verification: protocol.NotClaimed()},
+		{ProtocolVersion: protocol.Version, Status: "error", Error: &wireError{Code: protocol.Code(s), Message: s, Retryable: true},
+			Verification: protocol.NotClaimed()},
+		{ProtocolVersion: s, RequestID: id, Status: s, Result: result, Artifacts: app.Artifacts{Receipt: s}, Verification: protocol.Verification{HumanReview: s}},
+		// A tool call's: the tenth key, empty and not.
+		{ProtocolVersion: protocol.Version, RequestID: id, OK: true, Status: "success", Tool: id, Result: result,
+			Verification: protocol.NotClaimed(), Truncated: &truncation{}},
+		{ProtocolVersion: protocol.Version, RequestID: id, Status: "error", Error: &wireError{Code: protocol.Code(s), Message: s},
+			Verification: protocol.NotClaimed(), Truncated: &truncation{{pointerContributions, 10_000}, {pointerAnalyzeBlocker + "3" + pointerSubjects, 11}}},
 	}
 }
 
@@ -87,18 +117,18 @@ func sampleEnvelopes(s string, result any) []envelope {
 func checkSame(t *testing.T, s string, n int, nilLists bool) {
 	t.Helper()
 	r := sampleResult(s, n, nilLists)
-	want, err := marshal(r, savedIndent)
+	want, err := marshal(r, savedLayout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := encodeResult(&r, 0); !bytes.Equal(got, want) {
+	if got := saved(t, &r); !bytes.Equal(got, want) {
 		t.Fatalf("result.json of %q, %d, %v:\n got %q\nwant %q", s, n, nilLists, got, want)
 	}
 	results := []any{nil, r,
-		InspectResult{SourceDigest: s, Sources: map[string]string{s: s, "b": s, "a": s + "x"}, DefinitionID: s,
-			RowCounts: RowCounts{n, n + 1, -n}, ReleaseBlockers: r.Release.Blockers},
-		InspectResult{},
-		VerifyResult{RunID: s, Integrity: s, SourceDigest: s, ReleaseEligible: nilLists, HumanApproval: s, Checks: r.CustomerJoin.DuplicateKeys},
+		app.InspectResult{SourceDigest: s, Sources: map[string]string{s: s, "b": s, "a": s + "x"}, DefinitionID: s,
+			RowCounts: app.RowCounts{Customers: n, Groups: n + 1, Transactions: -n}, ReleaseBlockers: r.Release.Blockers},
+		app.InspectResult{},
+		app.VerifyResult{RunID: s, Integrity: s, SourceDigest: s, ReleaseEligible: nilLists, HumanApproval: s, Checks: r.CustomerJoin.DuplicateKeys},
 	}
 	for _, result := range results {
 		for _, env := range sampleEnvelopes(s, result) {
@@ -106,22 +136,14 @@ func checkSame(t *testing.T, s string, n int, nilLists bool) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := jsonOut{}
-			if !w.envelope(&env) {
-				if utf8.ValidString(s) {
-					t.Fatalf("JSON v2 refused a response of %T around %q", result, s)
-				}
-				continue // encoding/json writes it (TestAResponseThatIsNotUTF8GoesToEncodingJSON)
-			}
-			if !bytes.Equal(append(w.b, '\n'), want) {
-				t.Fatalf("response of %T %q:\n got %q\nwant %q", result, s, w.b, want)
+			got, err := encodeEnvelope(&env, nil)
+			if err != nil || !bytes.Equal(append(got, '\n'), want) {
+				t.Fatalf("response of %T %q (%v):\n got %q\nwant %q", result, s, err, got, want)
 			}
 			if r, ok := result.(domain.Result); ok { // analyze's result, encoded beforehand
-				compact := jsonOut{}
-				compact.result(&r)
-				w := jsonOut{encodedResult: compact.b}
-				if !w.envelope(&env) || !bytes.Equal(append(w.b, '\n'), want) {
-					t.Fatalf("response around an encoded result %q:\n got %q\nwant %q", s, w.b, want)
+				got, err := encodeEnvelope(&env, encodeResult(&r))
+				if err != nil || !bytes.Equal(append(got, '\n'), want) {
+					t.Fatalf("response around an encoded result %q:\n got %q\nwant %q", s, got, want)
 				}
 			}
 		}
@@ -142,11 +164,12 @@ func TestTheEncoderWritesWhatEncodingJSONWrites(t *testing.T) {
 }
 
 // receipt.json, checksums.json and attestation.json are encoding/json's
-// bytes in the saved layout: every escape, absent and present signers,
-// null build facts, nil and empty maps and lists.
+// bytes in the saved layout (jsonout's, which app writes them with):
+// every escape, absent and present signers, null build facts, nil and
+// empty maps and lists.
 func TestTheSavedFilesAreWhatEncodingJSONWrites(t *testing.T) {
-	// The shape of app/attest's DSSE envelope, which attest encodes
-	// through encodeSaved (its type is its own).
+	// The shape of app/attest's DSSE envelope, which app encodes in the
+	// saved layout (its type is attest's own).
 	type Signature struct {
 		KeyID string `json:"keyid"`
 		Sig   string `json:"sig"`
@@ -159,23 +182,22 @@ func TestTheSavedFilesAreWhatEncodingJSONWrites(t *testing.T) {
 	for _, s := range hostile() {
 		yes := true
 		docs := []any{
-			Receipt{ProtocolVersion: s, RunID: s, DefinitionID: s, Sources: map[string]string{s: s, "a": s}, SourceDigest: s,
-				EngineSHA256: s, ResultSHA256: s, CreatedAt: s, Build: Build{GoVersion: str(s), VCSModified: &yes}, Signer: &Signer{KeyID: s, PublicKey: s}},
-			Receipt{Sources: map[string]string{}},
-			Receipt{},
-			Checksums{Receipt: s, Result: s},
+			app.Receipt{ProtocolVersion: s, RunID: s, DefinitionID: s, Sources: map[string]string{s: s, "a": s}, SourceDigest: s,
+				EngineSHA256: s, ResultSHA256: s, CreatedAt: s, Build: app.Build{GoVersion: str(s), VCSModified: &yes}, Signer: &app.Signer{KeyID: s, PublicKey: s}},
+			app.Receipt{Sources: map[string]string{}},
+			app.Receipt{},
+			app.Checksums{Receipt: s, Result: s},
 			Envelope{Payload: s, PayloadType: s, Signatures: []Signature{{KeyID: s, Sig: s}}},
 			Envelope{Signatures: []Signature{}},
 			Envelope{},
 		}
 		for _, v := range docs {
-			want, err := marshal(v, savedIndent)
+			want, err := marshal(v, savedLayout)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := encodeSaved(v)
-			if err != nil || !bytes.Equal(got, want) {
-				t.Fatalf("%T of %q (%v):\n got %q\nwant %q", v, s, err, got, want)
+			if got := saved(t, v); !bytes.Equal(got, want) {
+				t.Fatalf("%T of %q:\n got %q\nwant %q", v, s, got, want)
 			}
 		}
 	}
@@ -212,26 +234,21 @@ func TestCuttingLeavesTheCompleteResultWhole(t *testing.T) {
 // goes to encoding/json, which writes \ufffd for each bad byte as the
 // protocol always has; any other result type v2 writes.
 func TestAResponseThatIsNotUTF8GoesToEncodingJSON(t *testing.T) {
-	env := sampleEnvelopes("a\xffb", nil)[1]
-	w := jsonOut{}
-	if w.envelope(&env) {
-		t.Fatal("JSON v2 wrote a string that is not UTF-8")
-	}
-	a := outcome{call: call{Call: protocol.Call{ID: "x", IDHeard: true}}, err: &Error{Code: InvalidRequest, Message: "a\xffb"}}.answer()
+	a := outcome{call: protocol.Call{ID: "x", IDHeard: true}, cut: whole, err: protocol.Errorf(protocol.InvalidRequest, "a\xffb")}.answer()
 	if !bytes.Contains(a.JSON, []byte(`"message":"a\ufffdb"`)) {
 		t.Fatalf("no fallback: %s", a.JSON)
 	}
 	r := sampleResult("a\xffb", 1, false)
-	want, err := marshal(r, savedIndent)
+	want, err := marshal(r, savedLayout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := encodeResult(&r, 0); !bytes.Equal(got, want) {
+	if got := saved(t, &r); !bytes.Equal(got, want) {
 		t.Fatalf("result.json not encoding/json's:\n got %q\nwant %q", got, want)
 	}
-	env = sampleEnvelopes("x", struct{ A int }{1})[0]
-	if !w.envelope(&env) || !bytes.Contains(w.b, []byte(`"result":{"A":1}`)) {
-		t.Fatalf("an unknown result type: %s", w.b)
+	env := sampleEnvelopes("x", struct{ A int }{1})[0]
+	if got, err := encodeEnvelope(&env, nil); err != nil || !bytes.Contains(got, []byte(`"result":{"A":1}`)) {
+		t.Fatalf("an unknown result type: %s", got)
 	}
 }
 
@@ -253,14 +270,14 @@ func BenchmarkEncode(b *testing.B) {
 	for _, rows := range testinputs.BenchmarkRows() {
 		r := benchResult(b, rows)
 		b.Run(fmt.Sprintf("result.json/rows=%d", rows), func(b *testing.B) {
-			b.SetBytes(int64(len(encodeResult(&r, 0))))
+			b.SetBytes(int64(len(saved(b, &r))))
 			b.ReportAllocs()
 			for b.Loop() {
-				encodeResult(&r, resultSizeHint(&r, true))
+				_, _ = jsonout.Append(make([]byte, 0, app.ResultSizeHint(&r, true)), &r, true)
 			}
 		})
 		b.Run(fmt.Sprintf("response/rows=%d", rows), func(b *testing.B) {
-			o := outcome{call: call{Call: protocol.Call{ID: "r1", IDHeard: true, Tool: protocol.ToolAnalyze, ToolHeard: true}}, result: r}
+			o := outcome{call: protocol.Call{ID: "r1", IDHeard: true, Tool: protocol.ToolAnalyze, ToolHeard: true}, cut: whole, result: r}
 			b.SetBytes(int64(len(o.answer().JSON)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -273,7 +290,7 @@ func BenchmarkEncode(b *testing.B) {
 // benchResult is the computed result of the maximum inputs' first rows.
 func benchResult(b testing.TB, rows int) domain.Result {
 	b.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "max-sources.json"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "max-sources.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/domain"
 )
 
 // tinyValues is a JSON array of n bytes or a little less, of zeros.
@@ -62,7 +63,12 @@ func TestEachLineGetsTheAnswerTheProtocolGivesIt(t *testing.T) {
 		{"65536 values outside arguments", toolCall("1", `{}`, meta(`{"x":`+tinyValues(2*(MaxOutsideValues-40))+`}`)), 0, ""},
 		{"16 MiB of tiny values inside arguments", toolCall("1", `{"x":`+tinyValues(MaxLineBytes-200)+`}`, ""), 0, ""},
 		{"16 MiB of tiny values outside arguments", toolCall("1", `{}`, meta(`{"x":`+tinyValues(MaxLineBytes-200)+`}`)), -32600, "1"},
-		{"10,000 levels deep", toolCall("1", `{"x":`+strings.Repeat("[", 9997)+strings.Repeat("]", 9997)+`}`, ""), 0, ""},
+		{"1,000 levels deep, inside arguments", toolCall("1", `{"x":`+strings.Repeat("[", 997)+strings.Repeat("]", 997)+`}`, ""), 0, ""},
+		{"1,001 levels deep, inside arguments", toolCall("1", `{"x":`+strings.Repeat("[", 998)+strings.Repeat("]", 998)+`}`, ""), -32600, "1"},
+		{"1,000 levels deep, outside arguments", toolCall("1", `{}`, meta(`{"x":`+strings.Repeat("[", 997)+strings.Repeat("]", 997)+`}`)), 0, ""},
+		{"1,001 levels deep, outside arguments", toolCall("1", `{}`, meta(`{"x":`+strings.Repeat("[", 998)+strings.Repeat("]", 998)+`}`)), -32600, "1"},
+		{"brackets inside strings do not nest", toolCall("1", `{"x":"`+strings.Repeat("[", 2000)+`\"{"}`, ""), 0, ""},
+		{"10,000 levels deep", toolCall("1", `{"x":`+strings.Repeat("[", 9997)+strings.Repeat("]", 9997)+`}`, ""), -32600, "1"},
 		{"10,001 levels deep", toolCall("1", `{"x":`+strings.Repeat("[", 9998)+strings.Repeat("]", 9998)+`}`, ""), -32700, "null"},
 		{"a batch", `[` + toolCall("1", `{}`, "") + `]`, -32600, "null"},
 		{"not JSON-RPC 2.0", `{"jsonrpc":"1.0","id":7,"method":"ping"}`, -32600, "7"},
@@ -70,10 +76,10 @@ func TestEachLineGetsTheAnswerTheProtocolGivesIt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			m, refusal := decodeLine(line{data: []byte(tt.line)})
+			m, refusal := check([]byte(tt.line))
 			if tt.code == 0 {
 				is.Equal(string(refusal), "")
-				is.True(m != nil)
+				is.True(m.call) // handed to the SDK
 				return
 			}
 			var r struct {
@@ -87,32 +93,50 @@ func TestEachLineGetsTheAnswerTheProtocolGivesIt(t *testing.T) {
 	}
 }
 
-// The SDK gets exactly the id sent, and a tools/call's arguments as they
-// arrived; a notification reaches it with only what it reads.
-func TestWhatTheSDKGetsOfALine(t *testing.T) {
+// What the stream learns of a line that passes: a call's id, as the SDK
+// will key it ("\u0061" is "a", -0 is 0), whether it takes a compute slot,
+// and what it holds; which call a cancellation names, and the ones that
+// name none, which are dropped.
+func TestWhatTheStreamLearnsOfALine(t *testing.T) {
 	is := is.New(t)
-	m, refusal := decodeLine(line{data: []byte(toolCall("9007199254740991", `{"x" : [1, 2]}`, `,"_meta":{"k":[1]}`))})
+	m, refusal := check([]byte(toolCall("9007199254740991", `{"x" : [1, 2]}`, `,"_meta":{"k":[1]}`)))
 	is.Equal(string(refusal), "")
-	req := m.msg.(*jsonrpc.Request)
-	is.Equal(req.ID.Raw(), int64(9007199254740991))
-	is.Equal(string(m.arguments), `{"x" : [1, 2]}`)
-	is.Equal(string(req.Params), `{"name":"inspect_inputs","arguments":{},"_meta":{"k":[1]}}`) // the tool gets the arguments from the connection
-	is.True(m.toolCall && m.hasMeta)
-	is.Equal(m.tool, "inspect_inputs")
+	is.True(m.call && m.slotted)
+	is.Equal(m.id, int64(9007199254740991))
+	is.Equal(string(m.idText), "9007199254740991")
+	is.True(m.heldBytes > callBytes+len(`{"x" : [1, 2]}`))
 
-	m, _ = decodeLine(line{data: []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r1","reason":"` + strings.Repeat("x", 1000) + `","_meta":{"a":[1,2,3]}}}`)})
-	req = m.msg.(*jsonrpc.Request)
-	is.Equal(string(req.Params), `{"requestId":"r1"}`)
-	is.Equal(m.cancels.Raw(), "r1")
+	m, _ = check([]byte(`{"jsonrpc":"2.0","id":"\u0061","method":"resources/read","params":{"uri":"x"}}`))
+	is.True(m.call && m.slotted)
+	is.Equal(m.id, "a")
+	is.Equal(string(m.idText), `"\u0061"`) // a refusal echoes the id as sent
+	m, _ = check([]byte(`{"jsonrpc":"2.0","id":-0,"method":"ping"}`))
+	is.True(m.call && !m.slotted)
+	is.Equal(m.id, int64(0))
 
-	m, _ = decodeLine(line{data: []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.5}}`)})
-	req = m.msg.(*jsonrpc.Request)
-	is.Equal(string(req.Params), `{}`) // 1.5 names no call; the SDK would take it for 1
-	is.True(!m.cancels.IsValid())
+	m, _ = check([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r1","reason":"` + strings.Repeat("x", 1000) + `","_meta":{"a":[1,2,3]}}}`))
+	is.True(!m.call && !m.drop)
+	is.Equal(m.cancels, "r1")
+	for _, id := range []string{"1.5", "7.0", "1e0", "null", "9007199254740992", `{"a":1}`} {
+		m, refusal = check([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `}}`))
+		is.Equal(string(refusal), "")
+		is.True(m.drop) // names no call: the SDK would take 1.5 for 1
+	}
+	over := `{"x":"` + strings.Repeat("x", protocol.RequestLimitChars) + `"}`
+	m, _ = check([]byte(toolCall("4", over, "")))
+	is.True(m.call && m.heldBack) // over the limit: the SDK gets {} in their place
+	is.Equal(string(m.body), toolCall("4", `{}`, ""))
+	is.Equal(m.argsSHA256, domain.SHA256Hex([]byte(over)))
+	is.True(m.heldBytes < callBytes+4096)                                         // what the SDK holds of it
+	within := `{"x":"` + strings.Repeat("é", protocol.RequestLimitChars-8) + `"}` // 65,536 characters, 131 KB
+	m, _ = check([]byte(toolCall("5", within, "")))
+	is.True(!m.heldBack)
+	is.Equal(string(m.body), toolCall("5", within, ""))
 
-	m, _ = decodeLine(line{data: []byte(`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"arguments":` + tinyValues(4096) + `}}`)})
-	req = m.msg.(*jsonrpc.Request)
-	is.Equal(string(req.Params), `{"arguments":{}}`) // only a tool reads arguments
+	m, _ = check([]byte(`{"jsonrpc":"2.0","id":3,"result":{}}`))
+	is.True(!m.call && !m.drop) // a client's response: handed over, not counted
+	m, _ = check([]byte(" \t "))
+	is.True(m.blank)
 }
 
 // A line of tiny JSON values, inside params.arguments or outside, is
@@ -131,7 +155,7 @@ func TestALineOfTinyValuesIsCheckedWithoutATree(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			decodeLine(line{data: data})
+			check(data)
 			runtime.ReadMemStats(&after)
 			allocated := after.TotalAlloc - before.TotalAlloc
 			t.Logf("%d bytes allocated for a line of %d", allocated, len(data))

@@ -1,4 +1,4 @@
-package app
+package call
 
 import (
 	"bytes"
@@ -6,11 +6,12 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 )
 
-// Results sized for a model's context (protocol §9): over MCP, the lists that
+// Results sized for a model's context: over MCP, the lists that
 // grow with the data are cut to their first K items, and the response
 // object gains "truncated", which maps the JSON Pointer of every list cut,
 // in document order, to its full length. The cut is made on the Go values
@@ -54,7 +55,7 @@ func (t truncation) MarshalJSON() ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// The pointers of the lists protocol §9 cuts, as they appear in a response; a
+// The pointers of the lists cut, as they appear in a response; a
 // blocker's subjects carry its index. [CutLists] gives them to the MCP
 // output schema and the tests.
 const (
@@ -82,7 +83,7 @@ func CutLists(tool string) []string {
 	return nil
 }
 
-// cutLists returns result with every list of protocol §9 cut to its first k
+// cutLists returns result with every list of protocol §9.5 cut to its first k
 // items, and what was cut. A result of another type (verify_result's,
 // none) has no such list and comes back as it is.
 func cutLists(result any, k int) (any, truncation) {
@@ -96,7 +97,7 @@ func cutLists(result any, k int) (any, truncation) {
 		j.UnmatchedKeys = cutList(j.UnmatchedKeys, k, pointerUnmatchedKeys, &t)
 		r.Release.Blockers = cutBlockers(r.Release.Blockers, k, pointerAnalyzeBlocker, &t)
 		return r, t
-	case InspectResult:
+	case app.InspectResult:
 		r.ReleaseBlockers = cutBlockers(r.ReleaseBlockers, k, pointerInspectBlocker, &t)
 		return r, t
 	}

@@ -21,10 +21,10 @@
 // and a summary; it exits 0 when nothing differs, 1 when something does,
 // 2 when it could not run. Run it from inside the repository:
 //
-//	go run ./cmd/oneshotdiff                  # HEAD against the working tree
-//	go run ./cmd/oneshotdiff -base e07eaff    # a base revision against the working tree
-//	go run ./cmd/oneshotdiff -base A -head B  # two revisions
-//	go run ./cmd/oneshotdiff -v               # every difference in full
+//	go run ./internal/tools/oneshotdiff                  # HEAD against the working tree
+//	go run ./internal/tools/oneshotdiff -base e07eaff    # a base revision against the working tree
+//	go run ./internal/tools/oneshotdiff -base A -head B  # two revisions
+//	go run ./internal/tools/oneshotdiff -v               # every difference in full
 package main
 
 import (
@@ -38,7 +38,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/metricproof/metricproof/cmd/internal/buildcmd"
+	"github.com/metricproof/metricproof/internal/tools/buildcmd"
 )
 
 const usage = `usage: oneshotdiff [-base REV] [-head REV] [-run REGEXP] [-v]

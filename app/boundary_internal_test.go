@@ -1,0 +1,69 @@
+package app
+
+import (
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/ports"
+)
+
+// resolver resolves every path to a location it knows, else to a missing
+// workspace path.
+type resolver map[string]ports.Location
+
+func (r resolver) Resolve(p string) (ports.Location, error) {
+	if loc, ok := r[p]; ok {
+		return loc, nil
+	}
+	return ports.Location{Rel: p}, nil
+}
+
+// The write boundary is the workspace's: an output directory or a ledger
+// in an object store (a location a store's resolver marks Store) is held
+// to no workspace folder, and a run's paths there keep the store's URL,
+// while the same names as workspace paths are refused.
+func TestTheWriteBoundaryIsTheWorkspacesOnly(t *testing.T) {
+	store := resolver{
+		"s3://bucket/runs":   {Rel: "s3://bucket/runs", Exists: true, Dir: true, Store: true},
+		"s3://bucket/ledger": {Rel: "s3://bucket/ledger", Store: true},
+		"s3://bucket":        {Rel: "s3://bucket", Exists: true, Dir: true, Store: true},
+		"data":               {Rel: "data", Exists: true, Dir: true},
+		"data/runs":          {Rel: "data/runs"},
+		"s3:/bucket/runs":    {Rel: "s3:/bucket/runs"},
+		// What the workspace's checks would ask of a URL they fold: a run
+		// file there would refuse the output directory.
+		"s3:/bucket/result.json": {Rel: "s3:/bucket/result.json", Exists: true, Regular: true},
+	}
+	for _, tt := range []struct {
+		name, outputDir, ledger string
+		code                    protocol.Code
+	}{
+		{"an output directory in a store", "s3://bucket/runs", "", ""},
+		{"a ledger in a store", "", "s3://bucket/ledger", ""},
+		{"an output directory in data", "data/runs", "", protocol.PathBoundary},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			p := places{paths: store, opts: Options{OutputDir: tt.outputDir, Ledger: tt.ledger}}
+			var err error
+			if tt.outputDir != "" {
+				_, err = p.outputLocation(true)
+			} else {
+				_, err = p.ledgerLocation()
+			}
+			if tt.code == "" {
+				is.NoErr(err)
+				return
+			}
+			is.Equal(protocol.ErrorOf(err).Code, tt.code)
+		})
+	}
+	is := is.New(t)
+	out := store["s3://bucket/runs"]
+	is.Equal(join(out, "r1", ports.ResultFile), "s3://bucket/runs/r1/result.json") // the scheme's "//" kept
+	is.Equal(join(ports.Location{Rel: "runs"}, "r1", ports.ResultFile), "runs/r1/result.json")
+	is.Equal(dirOf(store["s3://bucket/ledger"]), "s3://bucket")
+	is.Equal(dirOf(ports.Location{Rel: "logs/calls.jsonl"}), "logs")
+}
