@@ -8,8 +8,9 @@
 // past it; health probes are not counted), then its path. /healthz and
 // /readyz need no token. /mcp with authorization: the bearer token (401),
 // the body read once and bounded (413), one JSON-RPC message read as the
-// SDK reads it (400), the scope its call needs (403), and the verified token handed to the SDK, which gives it to the
-// tool handler as RequestExtra.TokenInfo. The metadata document of RFC 9728
+// SDK reads it (400), the scope its call needs (403), and the verified
+// token handed to the SDK, which gives it to the tool handler as
+// RequestExtra.TokenInfo. The metadata document of RFC 9728
 // is served at /.well-known/oauth-protected-resource/mcp. A refused request
 // never reaches the MCP handler: nothing runs, nothing is written.
 //

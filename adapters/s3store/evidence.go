@@ -260,8 +260,9 @@ func (s *Store) ReadRun(dir, runID string, names []string, limitBytes int64) (po
 
 // ListRuns implements ports.EvidenceStore: the objects directly in dir
 // whose names a run ID can take and that are commits listing a result
-// file, each with that file's size from its commit. Every commit is read (at most listConcurrency at once) the
-// first time this Store lists it, and remembered: a commit never changes.
+// file, each with that file's size from its commit. Every commit is read
+// (at most listConcurrency at once) the first time this Store lists it,
+// and remembered: a commit never changes.
 func (s *Store) ListRuns(dir string) ([]ports.ListedRun, error) {
 	key, err := s.dirKey(dir)
 	if err != nil {
