@@ -21,7 +21,10 @@ import (
 )
 
 // Headers an attacker sets on a token the issuer really signed, or on one
-// of their own: none may widen what verifies. A token is verified only
+// of their own, and claims in forms the issuer might sign: none may widen
+// what verifies. (A token whose aud names this server beside others is
+// accepted, as RFC 7519 §4.1.3 has it: such a token is good at each
+// server it names, which is the issuer's choice.) A token is verified only
 // against the issuer's set, whatever key or URL its header carries (no URL
 // of it is ever fetched), and a critical extension the verifier does not
 // know refuses it as malformed (RFC 7515 §4.1.11; it was refused as a
@@ -73,6 +76,27 @@ func TestTheTokensHeaderNeverChoosesTheKey(t *testing.T) {
 			tok := strings.Split(iss.Token(t, claims), ".")
 			data, _ := json.Marshal(map[string]string{"protected": tok[0], "payload": tok[1], "signature": tok[2]})
 			return string(data)
+		}, oauth.ReasonMalformed},
+		{"iss in another case", func(t *testing.T) string {
+			c := iss.Claims(audience, "metricproof:run")
+			c["iss"] = strings.ToUpper(iss.URL)
+			return iss.Token(t, c)
+		}, oauth.ReasonIssuer},
+		{"aud in another case", func(t *testing.T) string {
+			return iss.Token(t, iss.Claims(strings.ToUpper(audience), "metricproof:run"))
+		}, oauth.ReasonAudience},
+		{"aud with the right value second, the first another server's", func(t *testing.T) string {
+			c := iss.Claims(audience, "metricproof:run")
+			c["aud"] = []string{"https://evil.example/mcp", audience}
+			return iss.Token(t, c)
+		}, ""},
+		{"aud naming this server inside a longer URL", func(t *testing.T) string {
+			return iss.Token(t, iss.Claims(audience+"/../mcp", "metricproof:run"))
+		}, oauth.ReasonAudience},
+		{"aud as an object", func(t *testing.T) string {
+			c := iss.Claims(audience, "metricproof:run")
+			c["aud"] = map[string]string{"aud": audience}
+			return iss.Token(t, c)
 		}, oauth.ReasonMalformed},
 		{"a megabyte of header", func(t *testing.T) string {
 			return oauthtest.Sign(t, map[string]any{"alg": "RS256", "kid": kid, "pad": strings.Repeat("x", 1<<20)}, claims, iss.Current())
