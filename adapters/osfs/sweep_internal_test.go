@@ -293,17 +293,6 @@ func checkAgainstDisk(t *testing.T, dir string, args []string, raw string, verif
 			is.Equal(rec.RunID != nil, answer.Error == nil) // and names the run only when it was said committed
 		}
 	case 1:
-		if cut && !unrecorded(raw, answer.Error) {
-			// The record's fsync failed, its cut was made and the cut's
-			// fsync failed: protocol §11.4 answers the outcome (a crash
-			// could bring the record back), so the ledger lacks, now, the
-			// record of the answer sent. Writing the record back
-			// (the cut undone) would leave the ledger holding now what was
-			// answered and a crash able only to lose it; that fix is in
-			// osfs, and cmd/tool-runner's TestStraceFaultsNeverContradictTheDisk
-			// pins the ledger of one record, so it is handed on.
-			t.Skip("defect: an answer sent as recorded with no record in the ledger now: the cut of its record was made and could not be flushed (undo the cut: write the record back)")
-		}
 		is.True(unrecorded(raw, answer.Error)) // no record: one of the calls §11.1 does not record, and said so
 	default:
 		t.Fatalf("%d records", len(lines))

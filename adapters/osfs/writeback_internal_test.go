@@ -16,13 +16,8 @@ import (
 
 // A call whose record's fsync fails, whose cut back is made and whose
 // cut's fsync fails too answers its own outcome, as recorded (protocol
-// §11.4: a crash could bring the record back). The ledger must then hold
-// that record now, not only perhaps after a crash: the fix is to undo the
-// cut (write the record back) when its flush fails, so the ledger holds
-// what was answered and a crash can at worst lose it. Until then the
-// ledger lacks, now, the record of an answered call; the fix lands with
-// cmd/tool-runner's TestStraceFaultsNeverContradictTheDisk expecting two
-// records for "the ledger's fsync and the cut's fsync fail".
+// §11.4: a crash could bring the record back). The ledger then holds that
+// record now, written back over the cut, not only perhaps after a crash.
 func TestARecordWhoseCutCannotBeFlushedIsInTheLedgerAsAnswered(t *testing.T) {
 	is := is.New(t)
 	dir := faultWorkspace(t)
@@ -40,9 +35,6 @@ func TestARecordWhoseCutCannotBeFlushedIsInTheLedgerAsAnswered(t *testing.T) {
 	}, `{"request_id":"i2","tool":"inspect_inputs","arguments":{}}`, args...)
 	is.Equal(r.code, "") // answered as recorded: the call's own outcome
 	lines := strings.SplitAfter(strings.TrimSuffix(fileBytes(t, ledger), "\n"), "\n")
-	if len(lines) == 1 {
-		t.Skip("defect: the answer is sent as recorded and the ledger holds no record of it now (the cut was made, its flush failed); write the record back")
-	}
 	is.Equal(len(lines), 2)
 	var rec struct {
 		ResponseSHA256 string `json:"response_sha256"`
