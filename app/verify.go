@@ -160,7 +160,8 @@ func (s *Service) audit(ctx context.Context, runID string) (a *audit, done []str
 // present: the run exists and none of its three files is missing.
 func (a *audit) present() error {
 	if !a.run.Exists {
-		return protocol.Errorf(protocol.MissingResult, "there is no run %s in the output directory", a.runID)
+		return protocol.Errorf(protocol.MissingResult, "there is no run %s in the output directory: check the run ID "+
+			"(the request_id of the analyze that committed the run; each run is a directory of the output directory named by it)", a.runID)
 	}
 	for _, f := range a.run.Files {
 		if f.Name != ports.AttestationFile && errors.Is(f.Err, ports.ErrMissing) {
