@@ -194,3 +194,22 @@ func TestASourceFaultOverMCPTellsTheModelToHandItToTheUser(t *testing.T) {
 // sourcesSentence is the sentence a source fault begins with over MCP.
 const sourcesSentence = "The operator must fix the source files, which no tool call can change: " +
 	"tell the user what follows, then call inspect_inputs again once they have."
+
+// ENGINE_CHANGED says what to do: verify with the engine that made the
+// run, or rebuild that engine from the receipt with docs/rebuild.sh.
+func TestAnotherEngineSaysHowToVerifyTheRun(t *testing.T) {
+	is := is.New(t)
+	m := newMem(t, testutil.Fixture(t))
+	r := m.run(analyzeReq("r1", m.digest()), "--workspace", wsRoot, "--output-dir", "runs")
+	is.Equal(r.code(), "")
+	other := fixedEngine()
+	other.SHA256 = strings.Repeat("f", 64)
+	m.engine = other
+	v := m.run(verifyReq("v1", "r1"), "--workspace", wsRoot, "--output-dir", "runs")
+	is.Equal(v.code(), "ENGINE_CHANGED")
+	msg := v.Body.Error.Message
+	is.True(strings.HasPrefix(msg, "the running engine is not the one that made run r1")) // what happened
+	is.True(strings.Contains(msg, "verify the run with the engine that made it"))          // what to do
+	is.True(strings.Contains(msg, "docs/rebuild.sh"))                                      // or how to get that engine back
+	is.True(!v.Body.Error.Retryable)
+}

@@ -303,7 +303,9 @@ func (a *audit) engineUnchanged() error {
 		return engineFault()
 	}
 	if id.SHA256 != a.parsedReceipt.EngineSHA256 {
-		return protocol.Errorf(protocol.EngineChanged, "the running engine is not the one that made run %s", a.runID)
+		return protocol.Errorf(protocol.EngineChanged, "the running engine is not the one that made run %s, so it cannot vouch for it: "+
+			"verify the run with the engine that made it (the executable whose SHA256 is the receipt's engine_sha256), "+
+			"or rebuild that engine from the receipt with docs/rebuild.sh, which verifies the run with it (docs/engine.md)", a.runID)
 	}
 	return nil
 }
