@@ -51,7 +51,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "mcp":
-		c, exit := mcp.Open(args[1:], stdout, stderr, wire, moduleVersion())
+		c, exit := mcp.Open(args[1:], stdout, stderr, wire, moduleVersion(), engine.Settings())
 		return runOpened(ctx, c, exit, stdin)
 	case "ledger":
 		c, exit := stdio.OpenLedger(args[1:], stdout, wire)
