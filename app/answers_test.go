@@ -209,7 +209,7 @@ func TestAnotherEngineSaysHowToVerifyTheRun(t *testing.T) {
 	is.Equal(v.code(), "ENGINE_CHANGED")
 	msg := v.Body.Error.Message
 	is.True(strings.HasPrefix(msg, "the running engine is not the one that made run r1")) // what happened
-	is.True(strings.Contains(msg, "verify the run with the engine that made it"))          // what to do
-	is.True(strings.Contains(msg, "docs/rebuild.sh"))                                      // or how to get that engine back
+	is.True(strings.Contains(msg, "verify the run with the engine that made it"))         // what to do
+	is.True(strings.Contains(msg, "docs/rebuild.sh"))                                     // or how to get that engine back
 	is.True(!v.Body.Error.Retryable)
 }

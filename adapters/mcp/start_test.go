@@ -72,7 +72,7 @@ func TestAnEngineNoOneCanRebuildSaysSoAtStart(t *testing.T) {
 			is.Equal(strings.Count(line, "\n"), 1) // one line
 			is.True(strings.HasSuffix(line, "\n"))
 			is.True(strings.HasPrefix(line, "warning: no run this engine makes can be rebuilt from its receipt")) // what it means
-			is.True(strings.Contains(line, "tool-runner version"))                                              // where the details are
+			is.True(strings.Contains(line, "tool-runner version"))                                                // where the details are
 			at := 0
 			for _, r := range tt.reasons {
 				i := strings.Index(line[at:], r)
