@@ -80,7 +80,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	switch args[0] {
 	case "mcp":
 		f := newConfiner(wire.Tools)
-		c, exit := mcp.Open(args[1:], stdout, stderr, f.Wire(disk), moduleVersion())
+		c, exit := mcp.Open(args[1:], stdout, stderr, f.Wire(disk), moduleVersion(), engine.Settings())
 		return runOpened(ctx, c, exit, stdin, f)
 	case "ledger":
 		f := newConfiner(wire.LedgerCheck)
