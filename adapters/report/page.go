@@ -99,7 +99,14 @@ func newPage(r app.Review, running map[string]string) page {
 		if r.Fault.Code == protocol.LedgerTampered && r.FaultLine > 0 {
 			where = fmt.Sprintf(" at ledger line %d", r.FaultLine)
 		}
-		p.Verdict = []span{txt("Run "), code(r.RunID), txt(": do not rely on this run — "), code(string(r.Fault.Code)), txt(where + ": " + r.Fault.Message)}
+		message := r.Fault.Message
+		if r.Fault.Code == protocol.EngineChanged {
+			// The page says what to do in a paragraph of its own
+			// (engineChanged), in a reviewer's terms: the verdict keeps
+			// the fact.
+			message = "the running engine is not the one that made run " + r.RunID
+		}
+		p.Verdict = []span{txt("Run "), code(r.RunID), txt(": do not rely on this run — "), code(string(r.Fault.Code)), txt(where + ": " + message)}
 	}
 	for _, s := range p.Verdict {
 		p.Title += s.Text
@@ -376,7 +383,7 @@ func disclaimed(d app.Disclaimed) string {
 	case app.Disclaimed{Field: "host_cancellation", Value: "not_tested"}:
 		return "Whether the AI agent's host can stop a call part-way was not tested; only this program's own cancel file and signals were."
 	case app.Disclaimed{Field: "os_sandbox", Value: "not_claimed"}:
-		return "The program does not claim to run in an operating-system sandbox: that it reads only its four sources and writes only its output rests on its own code, not on the operating system."
+		return "The program does not claim to have run in an operating-system sandbox. On Linux it asks the kernel to stop it from touching anything but the files it needs, where the kernel can, but this evidence does not record whether it did: that it read only its four sources and wrote only its output rests on its own checks."
 	case app.Disclaimed{Field: "real_model_quality", Value: "not_tested"}:
 		return "Nothing here judges the AI agent or model that asked for this run: how well it chose the run or explains the result was not tested."
 	case app.Disclaimed{Field: "human_review", Value: "not_performed"}:

@@ -12,12 +12,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/metricproof/metricproof/adapters/landlock"
 	"github.com/metricproof/metricproof/contracts"
 	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/internal/tools/buildcmd"
@@ -47,12 +49,14 @@ func versionSchema(t *testing.T) *jsonschema.Schema {
 
 // versionOf runs "exe version" and checks its line: one compact JSON line
 // on stdout, nothing on stderr, exit 0, valid against its schema, naming
-// the SHA256 of exe's bytes.
-func versionOf(t *testing.T, exe string) (line []byte, v map[string]any) {
+// the SHA256 of exe's bytes and what this kernel confines (protocol §16),
+// or nothing confined with METRICPROOF_LANDLOCK=off in env.
+func versionOf(t *testing.T, exe string, env ...string) (line []byte, v map[string]any) {
 	t.Helper()
 	is := is.New(t)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(exe, "version")
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	is.NoErr(cmd.Run()) // exit 0
 	is.Equal(stderr.String(), "")
@@ -75,11 +79,24 @@ func versionOf(t *testing.T, exe string) (line []byte, v map[string]any) {
 	settings := v["settings"].(map[string]any)
 	is.Equal(settings["GOOS"], runtime.GOOS)
 	is.Equal(settings["GOARCH"], runtime.GOARCH)
+	k := landlock.Kernel(slices.Contains(env, "METRICPROOF_LANDLOCK=off"))
+	is.Equal(v["confinement"], map[string]any{"landlock_abi": float64(k.LandlockABI), "filesystem": k.Filesystem, "network": k.Network, "scoped": k.Scoped})
 	return line, v
 }
 
 func TestVersionNamesTheRunningEngine(t *testing.T) {
 	versionOf(t, runnerPath(t))
+}
+
+// The operator's switch shows in the version line: nothing confined, the
+// kernel's ABI still named.
+func TestVersionShowsConfinementTurnedOff(t *testing.T) {
+	is := is.New(t)
+	_, on := versionOf(t, runnerPath(t))
+	_, off := versionOf(t, runnerPath(t), "METRICPROOF_LANDLOCK=off")
+	c := off["confinement"].(map[string]any)
+	is.Equal(c["landlock_abi"], on["confinement"].(map[string]any)["landlock_abi"]) // the kernel's, either way
+	is.True(!c["filesystem"].(bool) && !c["network"].(bool) && !c["scoped"].(bool))
 }
 
 // cloneAt clones the repository at root into dir and checks out rev,
@@ -115,9 +132,10 @@ func headOf(t *testing.T, root string) string {
 // repository's HEAD built with README's command on a machine whose Go sets
 // GOFLAGS=-buildvcs=false (the flag on the command line wins) names its
 // revision and is rebuildable; a run it makes is rebuilt from its receipt
-// and verified by the recipe. An engine built without a revision says so
-// in its version line, and the recipe stops on its run's receipt with its
-// message, exit 2, building nothing.
+// and verified by the recipe, and its mcp server says nothing on stderr.
+// An engine built without a revision says so in its version line and in
+// one line on stderr at mcp start, and the recipe stops on its run's
+// receipt with its message, exit 2, building nothing.
 func TestTheAuditorsRecipeRebuildsAndVerifiesARun(t *testing.T) {
 	testutil.SkipUnlessLong(t)
 	if testing.Short() {
@@ -145,6 +163,7 @@ func TestTheAuditorsRecipeRebuildsAndVerifiesARun(t *testing.T) {
 	is.Equal(v["rebuild_blockers"], []any{}) // with nothing against it
 
 	ws := fixture(t)
+	is.Equal(mcpStartStderr(t, exe, ws), "") // a healthy session of a rebuildable engine says nothing on stderr
 	run := func(exe, id string) string {
 		o := callWith(t, exe, ws, inspectRequest("i-"+id), "--workspace", ws)
 		is.Equal(o.exit, 0)
@@ -184,11 +203,32 @@ func TestTheAuditorsRecipeRebuildsAndVerifiesARun(t *testing.T) {
 	is.Equal(v["vcs_revision"], nil)
 	is.Equal(v["rebuildable"], false)
 	is.Equal(v["rebuild_blockers"], []any{"no_vcs_revision"})
+	warning := mcpStartStderr(t, unstamped, ws)
+	is.Equal(strings.Count(warning, "\n"), 1)                                                                // one line at mcp start
+	is.True(strings.HasPrefix(warning, "warning: no run this engine makes can be rebuilt from its receipt")) // says so
+	is.True(strings.Contains(warning, "-buildvcs=true"))                                                     // and what to do
 	exit, stdout, stderr = recipe(run(unstamped, "unstamped-001"))
 	is.Equal(exit, 2)
 	is.Equal(stdout, "")
 	is.True(strings.HasPrefix(stderr, "rebuild.sh: the receipt names no VCS revision")) // its message, first
 	is.True(!strings.Contains(stderr, "cloning"))                                       // and nothing tried
+}
+
+// mcpStartStderr starts "exe mcp" on the workspace ws with its input
+// closed, a session that ends at once, and returns what it wrote on
+// stderr; the server must exit 0.
+func mcpStartStderr(t *testing.T, exe, ws string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(exe, "mcp", "--workspace", ws, "--output-dir", "runs")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s mcp: %v\n%s", exe, err, stderr.Bytes())
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("an mcp session with no input wrote %q", stdout.Bytes())
+	}
+	return stderr.String()
 }
 
 // Two clones of this commit at different paths, built with README's
