@@ -2,6 +2,8 @@ package s3store
 
 import (
 	"context"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +31,9 @@ const credentialsWait = 10 * time.Second
 // safe for concurrent use.
 type Buckets struct {
 	client *s3.Client
+	// renews: the credentials expire, and the client renews them over
+	// the network (an instance's role, STS, SSO).
+	renews bool
 
 	mu     sync.Mutex
 	stores map[string]*Store // by bucket, with no prefix of their own
@@ -54,10 +59,43 @@ func Connect(ctx context.Context) (*Buckets, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, credentialsWait)
 	defer cancel()
-	if _, err := creds.Retrieve(ctx); err != nil {
+	got, err := creds.Retrieve(ctx)
+	if err != nil {
 		return nil, ports.ErrNoCredentials // the SDK's text may name a file
 	}
-	return &Buckets{client: client, stores: map[string]*Store{}}, nil
+	return &Buckets{client: client, renews: got.CanExpire, stores: map[string]*Store{}}, nil
+}
+
+// Ports are the TCP ports the client connects to, for a confinement that
+// allows no other (protocol §16.3): its endpoint's (AWS_ENDPOINT_URL_S3's,
+// its scheme's default when it names none; 443 for AWS's own endpoints),
+// and, when the credentials expire, the ports the SDK renews them on: 443
+// (STS, SSO) and 80 (an instance's or a container's metadata endpoint).
+// A renewal from a container endpoint on another port is not allowed.
+func (b *Buckets) Ports() []uint16 {
+	out := []uint16{endpointPort(b.client.Options().BaseEndpoint)}
+	if b.renews {
+		out = append(out, 443, 80)
+	}
+	return out
+}
+
+// endpointPort is the TCP port of the endpoint URL; 443 without one.
+func endpointPort(endpoint *string) uint16 {
+	if endpoint == nil {
+		return 443
+	}
+	u, err := url.Parse(*endpoint)
+	if err != nil {
+		return 443
+	}
+	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
+		return uint16(p)
+	}
+	if u.Scheme == "http" {
+		return 80
+	}
+	return 443
 }
 
 // Canonical returns the one spelling of the place rawURL names,
