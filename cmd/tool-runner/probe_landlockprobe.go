@@ -36,7 +36,7 @@ type probeTargets struct {
 	OutsideDir    string `json:"outside_dir"`
 	WorkspaceFile string `json:"workspace_file"` // workspace-relative, neither source nor output
 	TCPPort       int    `json:"tcp_port"`
-	StorePort     int    `json:"store_port"` // an object store's endpoint, when the options name one
+	StorePort     int    `json:"store_port"`    // an object store's endpoint, when the options name one
 	AbstractUnix  string `json:"abstract_unix"` // without its leading '@'
 	PID           int    `json:"pid"`
 }
