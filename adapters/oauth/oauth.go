@@ -71,6 +71,12 @@ const (
 	maxDocumentBytes = 1 << 20
 	// minRSABits is the least RSA modulus accepted, as NIST and RFC 7518 ask.
 	minRSABits = 2048
+	// maxURLBytes bounds the issuer's and the audience's URL: the ledger
+	// records the issuer of every call.
+	maxURLBytes = 2048
+	// MaxSubjectBytes bounds a token's subject, as OpenID Connect does
+	// (255 ASCII characters).
+	MaxSubjectBytes = 255
 )
 
 // Config is what the operator configures.
@@ -174,6 +180,9 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 // checkURL accepts an absolute https URL without fragment or user info, or
 // an http one when allowHTTP.
 func checkURL(s string, allowHTTP bool) error {
+	if len(s) > maxURLBytes {
+		return errors.New("is longer than 2048 characters")
+	}
 	u, err := url.Parse(s)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.User != nil || u.Fragment != "" || u.RawQuery != "" ||
 		strings.ContainsAny(s, "\"\\ ") {
@@ -256,8 +265,13 @@ func (v *Verifier) claims(payload []byte) (*auth.TokenInfo, error) {
 	case err != nil: // nbf, or iat, in the future
 		return nil, fault(ReasonNotYetValid)
 	}
-	if c.Subject == "" {
+	switch {
+	case c.Subject == "":
 		return nil, fault(ReasonNoSubject)
+	case len(c.Subject) > MaxSubjectBytes:
+		// The ledger records the subject of every call: a bounded one keeps
+		// each record within what a ledger line may hold.
+		return nil, fault(ReasonLongSubject)
 	}
 	scopes, ok := scopesOf(c.Scope, c.Scp)
 	if !ok {

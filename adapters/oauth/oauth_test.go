@@ -101,6 +101,7 @@ func TestTheVerifierRefusesEveryBadToken(t *testing.T) {
 		{"not valid yet", with(func(c map[string]any) { c["nbf"] = now.Add(61 * time.Second).Unix() }), oauth.ReasonNotYetValid},
 		{"issued in the future", with(func(c map[string]any) { c["iat"] = now.Add(61 * time.Second).Unix() }), oauth.ReasonNotYetValid},
 		{"no subject", with(func(c map[string]any) { delete(c, "sub") }), oauth.ReasonNoSubject},
+		{"a subject past OpenID's 255", with(func(c map[string]any) { c["sub"] = strings.Repeat("s", 256) }), oauth.ReasonLongSubject},
 		{"scope that is a number", with(func(c map[string]any) { c["scope"] = 1 }), oauth.ReasonMalformed},
 		{"alg none", func(t *testing.T) string {
 			return oauthtest.Sign(t, map[string]any{"alg": "none", "kid": iss.Current().ID}, iss.Claims(audience, "metricproof:run"), iss.Current())
@@ -318,6 +319,8 @@ func TestBadOptionsAreRefusedAtStart(t *testing.T) {
 		{"an issuer that is no URL", oauth.Config{Issuer: "issuer", Audience: audience, AllowHTTP: true}, "--auth-issuer", nil},
 		{"an issuer with a query", oauth.Config{Issuer: iss.URL + "?a=b", Audience: audience, AllowHTTP: true}, "--auth-issuer", nil},
 		{"an ftp issuer", oauth.Config{Issuer: "ftp://x.example", Audience: audience, AllowHTTP: true}, "--auth-issuer", nil},
+		{"an issuer longer than a record holds", oauth.Config{Issuer: "https://x.example/" + strings.Repeat("a", 2031), Audience: audience, AllowHTTP: true, JWKSFile: file("long", string(iss.JWKS()))}, "--auth-issuer", nil},
+		{"an issuer as long as a record holds", oauth.Config{Issuer: "https://x.example/" + strings.Repeat("a", 2030), Audience: audience, AllowHTTP: true, JWKSFile: file("long", string(iss.JWKS()))}, "", nil},
 		{"no audience", oauth.Config{Issuer: iss.URL, AllowHTTP: true}, "--auth-audience", nil},
 		{"an audience with a quote", oauth.Config{Issuer: iss.URL, Audience: `http://a"b/mcp`, AllowHTTP: true}, "--auth-audience", nil},
 		{"an unreachable issuer", oauth.Config{Issuer: "http://127.0.0.1:1", Audience: audience, AllowHTTP: true}, "--auth-issuer", nil},
