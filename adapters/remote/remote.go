@@ -295,6 +295,15 @@ func Listen(o Options) (*Server, error) {
 	return s, nil
 }
 
+// Close gives back the address of a server that was never served, or has
+// stopped; it does nothing else.
+func (s *Server) Close() error {
+	if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
 // URL is the address of /mcp, as the listening line prints it.
 func (s *Server) URL() string { return s.url }
 
