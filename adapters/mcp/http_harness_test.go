@@ -72,6 +72,8 @@ type httpSetup struct {
 	ws     string            // "" for a fresh copy of the fixture
 	iss    *oauthtest.Issuer // nil for a new one; shared by two servers
 	args   []string          // more options
+	// outputDir is --output-dir; runs when empty.
+	outputDir string
 }
 
 // startHTTP opens and runs a server over HTTP on 127.0.0.1:0 with the
@@ -96,7 +98,11 @@ func startHTTP(t *testing.T, s httpSetup) *httpServer {
 		}
 		return p, closer, err
 	}
-	args := []string{"--workspace", ws, "--output-dir", "runs", "--ledger", "calls.jsonl", "--http", "127.0.0.1:0"}
+	out := s.outputDir
+	if out == "" {
+		out = "runs"
+	}
+	args := []string{"--workspace", ws, "--output-dir", out, "--ledger", "calls.jsonl", "--http", "127.0.0.1:0"}
 	if !s.noAuth {
 		args = append(args, "--auth-issuer", iss.URL, "--auth-audience", resource)
 	}
