@@ -16,20 +16,30 @@ import (
 // The record's fields come from the call (package app/call builds it);
 // here are the ledger's place, its checks and the append.
 
-// ledgerWaitSeconds is how long a call waits for its turn at the ledger's
-// lock (held by other calls of this process or of others, or queued for
-// by them) before it fails unrecorded.
+// ledgerWaitSeconds is the period of a call's wait for its turn at the
+// ledger's lock (protocol §11): the wait lasts while the ledger changes,
+// since every call that lets go of the lock has recorded itself, and gives
+// up, unrecorded, after a period with no change (the holder is stuck) or
+// after ports.MaxLockWaitPeriods periods (ledgerWaitMinutes) in all.
 const ledgerWaitSeconds = 10
+
+// ledgerWaitMinutes is the longest a wait lasts, however busy the ledger.
+const ledgerWaitMinutes = ledgerWaitSeconds * ports.MaxLockWaitPeriods / 60
 
 // records are the rules of this engine's ledger records.
 func records() ledger.Rules {
 	return ledger.Rules{Transports: ledger.Transports(), Callers: ledger.Callers()}
 }
 
-// whoHeldTheLedger says, truthfully, why a wait for the ledger's lock ran
-// out: the wait cannot tell one holder that kept it from many that took
-// turns, nor this process's calls from others'.
-const whoHeldTheLedger = "other calls (of this process or others, or another account that can open the file) held it or were ahead in line all that time"
+// stuckHolder says why a wait for the ledger's lock gave up: a period with
+// no record means that whoever holds the lock keeps it without recording,
+// since every call records itself before it lets go; the wait cannot tell
+// which process that is.
+const stuckHolder = "whoever holds its lock keeps it without recording anything (a stopped or hung process, of this program or of an account that can open the file: fuser or lsof on the ledger names it)"
+
+// retryAfterTheBurst is what to do when a wait's line moved all along but
+// too slowly for its turn to come.
+const retryAfterTheBurst = "retry when the burst is over, or spread the calls out"
 
 // ledgerExposed is the fault of a ledger whose mode cannot be made 0600.
 const ledgerExposed = "the ledger is open to group or others, so another account could hold its lock, and this user may not change its mode: have the file's owner run chmod 600 on it"
@@ -78,7 +88,9 @@ func ledgerReadFault(err error) *protocol.Error {
 	case errors.Is(err, ports.ErrNotRegular):
 		return protocol.Errorf(protocol.InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
 	case errors.Is(err, ports.ErrBusy):
-		return protocol.Errorf(protocol.IOOrNumericError, "this call waited %d s for a shared lock on the ledger, to read its last record, and did not get one: %s; nothing was run: retry", ledgerWaitSeconds, whoHeldTheLedger)
+		return protocol.Errorf(protocol.IOOrNumericError, "this call waited for a shared lock on the ledger, to read its last record, and for %d s no call was recorded in it: %s; nothing was run: retry once it has let go", ledgerWaitSeconds, stuckHolder)
+	case errors.Is(err, ports.ErrWaitedTooLong):
+		return protocol.Errorf(protocol.IOOrNumericError, "this call waited %d minutes for a shared lock on the ledger, to read its last record, while other calls kept being recorded, and its turn did not come; nothing was run: %s", ledgerWaitMinutes, retryAfterTheBurst)
 	case errors.Is(err, ports.ErrLinked):
 		return protocol.Errorf(protocol.InvalidOutput, "%s; nothing was run", ledgerLinked)
 	}
@@ -108,8 +120,8 @@ func (h *LedgerHold) Release() {
 }
 
 // holdLedger takes the ledger's exclusive lock for an analyze about to
-// commit. A lock not had within the wait (or a cancellation while another
-// process holds it) leaves the call unrecorded: recording it would mean
+// commit. A wait for the lock that gives up (or a cancellation while
+// another process holds it) leaves the call unrecorded: recording it would mean
 // the same wait.
 func (s *Service) holdLedger(ctx context.Context, hold *LedgerHold) error {
 	held, err := s.ledgerFile.Lock(ctx, ledgerWaitSeconds*time.Second)
@@ -122,7 +134,9 @@ func (s *Service) holdLedger(ctx context.Context, hold *LedgerHold) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return protocol.Errorf(protocol.Cancelled, "the call was cancelled while it waited for another process's lock on the ledger before its commit; nothing was committed, and the call was not recorded (recording it would mean waiting for that lock)")
 	case errors.Is(err, ports.ErrBusy):
-		return protocol.Errorf(protocol.IOOrNumericError, "this analyze waited %d s for the ledger's lock before its commit and did not get it: %s; nothing was committed, and the call was not recorded: retry", ledgerWaitSeconds, whoHeldTheLedger)
+		return protocol.Errorf(protocol.IOOrNumericError, "this analyze waited for the ledger's lock before its commit, and for %d s no call was recorded in it: %s; nothing was committed, and the call was not recorded: retry once it has let go", ledgerWaitSeconds, stuckHolder)
+	case errors.Is(err, ports.ErrWaitedTooLong):
+		return protocol.Errorf(protocol.IOOrNumericError, "this analyze waited %d minutes for the ledger's lock before its commit, while other calls kept being recorded, and its turn did not come; nothing was committed, and the call was not recorded: %s", ledgerWaitMinutes, retryAfterTheBurst)
 	case errors.Is(err, ports.ErrLockExposed):
 		return protocol.Errorf(protocol.InvalidOutput, "%s; nothing was committed, and the call was not recorded", ledgerExposed)
 	case errors.Is(err, ports.ErrLinked):
@@ -220,7 +234,9 @@ func appendFault(err error) *protocol.Error {
 	case errors.As(err, &e):
 		return e
 	case errors.Is(err, ports.ErrBusy):
-		return protocol.Errorf(protocol.IOOrNumericError, "this call waited %d s for the ledger's lock, to record itself, and did not get it: %s; so this call was not recorded", ledgerWaitSeconds, whoHeldTheLedger)
+		return protocol.Errorf(protocol.IOOrNumericError, "this call waited for the ledger's lock, to record itself, and for %d s no call was recorded in it: %s; so this call was not recorded", ledgerWaitSeconds, stuckHolder)
+	case errors.Is(err, ports.ErrWaitedTooLong):
+		return protocol.Errorf(protocol.IOOrNumericError, "this call waited %d minutes for the ledger's lock, to record itself, while other calls kept being recorded, and its turn did not come; so this call was not recorded", ledgerWaitMinutes)
 	case errors.Is(err, ports.ErrLockExposed):
 		return protocol.Errorf(protocol.InvalidOutput, "%s; so this call was not recorded", ledgerExposed)
 	case errors.Is(err, ports.ErrLinked):

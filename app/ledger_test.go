@@ -175,8 +175,10 @@ func TestAFailedAppendIsTheAnswerAndACommittedRunStays(t *testing.T) {
 			[]string{"recording the call in the ledger failed", "the call's own outcome was STALE_CONTEXT"}, false},
 		{"after an inspection", func(string) string { return inspect("i2") }, faultyLedger{appendErr: fmt.Errorf("write: %w", ports.ErrNoSpace)},
 			[]string{"(no space left on the device", "the call's own outcome was success"}, false},
-		{"behind other calls' lock", func(string) string { return inspect("i2") }, faultyLedger{lockErr: ports.ErrBusy},
-			[]string{"waited 10 s for the ledger's lock, to record itself", "held it or were ahead in line", "was not recorded", "the call's own outcome was success"}, false},
+		{"behind a holder that records nothing", func(string) string { return inspect("i2") }, faultyLedger{lockErr: ports.ErrBusy},
+			[]string{"waited for the ledger's lock, to record itself, and for 10 s no call was recorded in it", "keeps it without recording anything", "fuser or lsof", "was not recorded", "the call's own outcome was success"}, false},
+		{"behind a line of calls that did not end", func(string) string { return inspect("i2") }, faultyLedger{lockErr: ports.ErrWaitedTooLong},
+			[]string{"waited 10 minutes for the ledger's lock, to record itself, while other calls kept being recorded", "was not recorded", "the call's own outcome was success"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -208,8 +210,10 @@ func TestAnAnalyzeThatCannotRecordUnderTheLedgersLockCommitsNothing(t *testing.T
 		code    string
 		message []string
 	}{
-		{"a lock not had within the wait", faultyLedger{lockErr: ports.ErrBusy}, "IO_OR_NUMERIC_ERROR",
-			[]string{"waited 10 s for the ledger's lock before its commit", "nothing was committed", "not recorded"}},
+		{"a holder that records nothing", faultyLedger{lockErr: ports.ErrBusy}, "IO_OR_NUMERIC_ERROR",
+			[]string{"waited for the ledger's lock before its commit, and for 10 s no call was recorded in it", "keeps it without recording anything", "nothing was committed", "not recorded", "retry once it has let go"}},
+		{"a line of calls that did not end", faultyLedger{lockErr: ports.ErrWaitedTooLong}, "IO_OR_NUMERIC_ERROR",
+			[]string{"waited 10 minutes for the ledger's lock before its commit, while other calls kept being recorded", "nothing was committed", "not recorded", "retry when the burst is over"}},
 		{"a cancellation while another process holds the lock", faultyLedger{lockErr: context.Canceled}, "CANCELLED",
 			[]string{"cancelled while it waited for another process's lock", "nothing was committed", "not recorded"}},
 		{"a ledger open to others whose mode cannot be changed", faultyLedger{lockErr: ports.ErrLockExposed}, "INVALID_OUTPUT",
@@ -302,7 +306,8 @@ func TestAPreCheckThatCannotReadTheLedgerRunsNothing(t *testing.T) {
 		code string
 		says string
 	}{
-		{ports.ErrBusy, "IO_OR_NUMERIC_ERROR", "waited 10 s for a shared lock on the ledger"},
+		{ports.ErrBusy, "IO_OR_NUMERIC_ERROR", "for 10 s no call was recorded in it"},
+		{ports.ErrWaitedTooLong, "IO_OR_NUMERIC_ERROR", "waited 10 minutes for a shared lock on the ledger, to read its last record, while other calls kept being recorded"},
 		{errors.New("input/output error"), "IO_OR_NUMERIC_ERROR", "could not be read"},
 		{ports.ErrNotRegular, "INVALID_OUTPUT", "not a regular file"},
 	}

@@ -33,8 +33,13 @@ var (
 	// ErrTooLarge: the file holds more bytes than the limit.
 	ErrTooLarge = errors.New("larger than the limit")
 	// ErrBusy: another process holds the writer lock, or a wait for the
-	// ledger's lock ran out.
+	// ledger's lock saw the ledger unchanged for a whole period: its
+	// holder keeps it without recording anything.
 	ErrBusy = errors.New("another writer holds the lock")
+	// ErrWaitedTooLong: a wait for the ledger's lock saw the ledger change
+	// in every period (the lock passing from call to call) for
+	// MaxLockWaitPeriods periods, and its turn did not come.
+	ErrWaitedTooLong = errors.New("the lock kept passing to others for the whole wait")
 	// ErrExists: the commit found an entry already at the run's name.
 	ErrExists = errors.New("already exists")
 	// ErrNoReplaceUnsupported: the filesystem cannot rename without
@@ -243,6 +248,11 @@ type SavedFile struct {
 	Data []byte
 }
 
+// MaxLockWaitPeriods bounds a wait for the ledger's lock that keeps seeing
+// the ledger change: at most this many periods in all (10 minutes for the
+// 10 s period of protocol §11).
+const MaxLockWaitPeriods = 60
+
 // LedgerStore opens the call ledger (protocol §11): a file of records, one
 // per line.
 type LedgerStore interface {
@@ -263,10 +273,16 @@ type LedgerStore interface {
 //
 // Waiting for the ledger's lock sleeps in the kernel, never in a polling
 // loop, and a process has at most one blocked flock per ledger: its other
-// callers queue in the process for their turn. A wait ends at once when
-// its ctx is done while the turn is with another process (a kernel
-// wait); a turn held in this process (a holder working under the lock)
-// is waited for until the wait runs out, since it ends by itself.
+// callers queue in the process for their turn. A wait lasts while the
+// line moves: at the end of each period it looks at the ledger, and goes
+// on waiting if the ledger changed in that period (every holder that lets
+// go has recorded a call), up to MaxLockWaitPeriods periods
+// (ErrWaitedTooLong); a period with no change means the holder keeps the
+// lock without recording anything, and the wait gives up (ErrBusy). A wait
+// ends at once when its ctx is done while the turn is with another
+// process (a kernel wait); ctx does not cut short a wait for a turn held
+// in this process (a holder working under the lock), since it ends by
+// itself.
 //
 // Something other than a regular file at the ledger's name (a symlink
 // included) is ErrNotRegular. A ledger with more than one hard link is
@@ -275,19 +291,17 @@ type LedgerStore interface {
 type Ledger interface {
 	// LastLine returns the ledger's last line, its newline included when
 	// it has one, under a shared flock and without reading the whole file;
-	// nil for an empty or missing ledger. A wait for the flock longer than
-	// the store's read wait is ErrBusy; it ends with ctx's error when ctx
-	// is done first, as the type's comment says. It changes nothing, the
-	// file's mode included.
+	// nil for an empty or missing ledger. Its wait for the flock, with the
+	// store's read period, ends as the type's comment says. It changes
+	// nothing, the file's mode included.
 	LastLine(ctx context.Context) ([]byte, error)
 	// Lock takes an exclusive flock on the ledger, creating the file with
 	// mode 0600 (and then fsyncing its directory, at the first append)
 	// when it is missing, and setting an existing file's mode to 0600 when
 	// it grants anything to group or others (ErrLockExposed when it
-	// cannot; nothing is waited for then). It waits at most wait (else
-	// ErrBusy), and ends with ctx's error when ctx is done first, as the
-	// type's comment says. The lock is the caller's until it calls
-	// Release: a record is appended through the hold.
+	// cannot; nothing is waited for then). Its wait, with period wait,
+	// ends as the type's comment says. The lock is the caller's until it
+	// calls Release: a record is appended through the hold.
 	Lock(ctx context.Context, wait time.Duration) (HeldLedger, error)
 	// Scan calls line with every line of the ledger in order, each with
 	// its newline when it has one, until line returns an error. It reads

@@ -41,12 +41,13 @@ func (w *Workspace) OpenLedger(rel string) (ports.Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ledger{w: w, dir: d, name: path.Base(rel), turn: w.ledgerTurn(rel)}, nil
+	return &ledger{w: w, rel: rel, dir: d, name: path.Base(rel), turn: w.ledgerTurn(rel)}, nil
 }
 
 // ledger is the call ledger, its directory opened once.
 type ledger struct {
 	w    *Workspace
+	rel  string     // as opened: the key of its turn and its count of appends
 	dir  afero.File // the ledger's directory; its Name follows a rename
 	name string
 	turn chan struct{} // the ledger's lock: a slot its holder fills
@@ -70,21 +71,41 @@ func (l *ledger) LastLine(context.Context) ([]byte, error) {
 	return lastLine(data), nil
 }
 
-// Lock implements ports.Ledger. Every holder is of this process, so a
-// wait runs until the holder lets go or wait runs out (ErrBusy); ctx never
-// cuts it short, as the port says of a turn held in the process.
+// Lock implements ports.Ledger. Every holder is of this process, so ctx
+// never cuts a wait short, as the port says of a turn held in the process.
+// The wait looks at the ledger's count of appends at the end of each
+// period, as the port says.
 func (l *ledger) Lock(_ context.Context, wait time.Duration) (ports.HeldLedger, error) {
 	if err := l.check(); err != nil {
 		return nil, err
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case l.turn <- struct{}{}:
-	case <-timer.C:
-		return nil, ports.ErrBusy
+	after := l.w.after
+	if after == nil {
+		after = time.After
 	}
-	return &heldLedger{l: l}, nil
+	seen := l.appends()
+	for periods := 1; ; periods++ {
+		select {
+		case l.turn <- struct{}{}:
+			return &heldLedger{l: l}, nil
+		case <-after(wait):
+		}
+		now := l.appends()
+		switch {
+		case now == seen:
+			return nil, ports.ErrBusy
+		case periods >= ports.MaxLockWaitPeriods:
+			return nil, ports.ErrWaitedTooLong
+		}
+		seen = now
+	}
+}
+
+// appends is how many appends the ledger has seen, failed ones too.
+func (l *ledger) appends() int {
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	return l.w.appended[l.rel]
 }
 
 // check looks at the ledger before it is locked: something other than a
@@ -162,6 +183,7 @@ func (h *heldLedger) Append(record func(last []byte) ([]byte, error)) error {
 	if err != nil {
 		return err
 	}
+	w.appended[h.l.rel]++
 	f, err := w.fs.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/afero"
 
@@ -33,10 +34,12 @@ type Workspace struct {
 	fs   afero.Fs
 	root string // clean absolute slash path of the workspace in fs
 
-	mu      sync.Mutex
-	locked  map[string]bool          // output directories whose lock is held
-	turns   map[string]chan struct{} // each ledger's lock: a slot its holder fills
-	staging int                      // counter that makes pending names unique
+	mu       sync.Mutex
+	locked   map[string]bool                      // output directories whose lock is held
+	turns    map[string]chan struct{}             // each ledger's lock: a slot its holder fills
+	appended map[string]int                       // each ledger's appends so far, failed ones too: what a wait looks at
+	staging  int                                  // counter that makes pending names unique
+	after    func(time.Duration) <-chan time.Time // times a ledger wait's periods (time.After when nil; tests replace it)
 }
 
 var (
@@ -59,7 +62,7 @@ func New(fsys afero.Fs, root string) (*Workspace, error) {
 	case !fi.IsDir():
 		return nil, ports.ErrNotDir
 	}
-	return &Workspace{fs: fsys, root: root, locked: map[string]bool{}, turns: map[string]chan struct{}{}}, nil
+	return &Workspace{fs: fsys, root: root, locked: map[string]bool{}, turns: map[string]chan struct{}{}, appended: map[string]int{}}, nil
 }
 
 func (w *Workspace) abs(rel string) string {

@@ -233,3 +233,132 @@ func tryFlock(t *testing.T, path string) error {
 	defer f.Close()
 	return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 }
+
+// fakePeriods stands in for the clock of a workspace's waits: every period
+// a wait starts is announced on armed, and ends when the test fires it. A
+// wait arms its next period only once it has looked at the ledger, so a
+// test that has taken a period knows the look before it is done.
+type fakePeriods struct{ armed chan chan time.Time }
+
+func newFakePeriods(ws *Workspace) fakePeriods {
+	c := fakePeriods{armed: make(chan chan time.Time, 2*ports.MaxLockWaitPeriods)}
+	ws.after = func(time.Duration) <-chan time.Time {
+		period := make(chan time.Time, 1)
+		c.armed <- period
+		return period
+	}
+	return c
+}
+
+// take returns the period a wait armed last, failing the test if the
+// wait ended instead (its error arrives on ended).
+func (c fakePeriods) take(t *testing.T, ended <-chan error) chan time.Time {
+	t.Helper()
+	select {
+	case period := <-c.armed:
+		return period
+	case err := <-ended:
+		t.Fatalf("the wait ended early: %v", err)
+	case <-time.After(time.Minute): // a hang guard only
+		t.Fatal("the wait never armed its period")
+	}
+	return nil
+}
+
+// record appends one line to the ledger at path as another process's call
+// would under its lock.
+func record(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A wait lasts while the line moves: another process holds the lock for
+// many periods, recording calls as holders in turn do, and the wait goes
+// on; once it lets go, the waiter gets the lock. A period with no record
+// ends a wait (ErrBusy: the holder keeps the lock without recording), and
+// so does the last period allowed, however busy the ledger (a line that
+// never ends).
+func TestAWaitLastsWhileTheLedgerKeepsChanging(t *testing.T) {
+	tests := []struct {
+		name    string
+		records int  // periods that see a record
+		stall   bool // then one period with none
+		want    error
+	}{
+		{"records in every period, then the holder lets go", 5, false, nil},
+		{"no record in the first period", 0, true, ports.ErrBusy},
+		{"records, then a period with none", 3, true, ports.ErrBusy},
+		{"records in every period allowed", ports.MaxLockWaitPeriods, false, ports.ErrWaitedTooLong},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			ws, path := openLedgerWorkspace(t, []byte("0\n"))
+			periods := newFakePeriods(ws)
+			release := flockOther(t, path, unix.LOCK_EX)
+			got := make(chan error, 1)
+			go func() {
+				got <- ws.appendOnce("ledger.jsonl", time.Hour, line("mine\n", nil))
+			}()
+			eventually(t, "the wait is in the kernel", func() bool { return kernelWaits(t, path) == 1 })
+			want := "0\n"
+			for i := range tt.records {
+				period := periods.take(t, got)
+				s := fmt.Sprintf("%d\n", i+1)
+				record(t, path, s)
+				want += s
+				period <- time.Time{}
+			}
+			if tt.stall {
+				periods.take(t, got) <- time.Time{}
+			}
+			if tt.want == nil {
+				periods.take(t, got) // the wait looked at the ledger after the last record, and waits on
+				release()
+				is.NoErr(<-got)
+				is.Equal(fileBytes(t, path), want+"mine\n")
+				return
+			}
+			err := <-got
+			is.True(errors.Is(err, tt.want)) // err
+			is.Equal(fileBytes(t, path), want)
+			release()
+			eventually(t, "every lock let go", func() bool { return flocksOf(t, path, false) == 0 && kernelWaits(t, path) == 0 })
+		})
+	}
+}
+
+// A caller queued in the process behind another caller's kernel wait
+// keeps its own patience: it too waits on while the ledger changes, and
+// gets its turn once the holder lets go.
+func TestACallerQueuedInTheProcessWaitsWhileTheLedgerChanges(t *testing.T) {
+	is := is.New(t)
+	ws, path := openLedgerWorkspace(t, []byte("0\n"))
+	periods := newFakePeriods(ws)
+	release := flockOther(t, path, unix.LOCK_EX)
+	got := make(chan error, 2)
+	for _, s := range []string{"a\n", "b\n"} {
+		go func() { got <- ws.appendOnce("ledger.jsonl", time.Hour, line(s, nil)) }()
+	}
+	eventually(t, "one caller waits in the kernel", func() bool { return kernelWaits(t, path) == 1 })
+	for i := range 4 {
+		first, second := periods.take(t, got), periods.take(t, got) // both wait, having looked
+		record(t, path, fmt.Sprintf("%d\n", i+1))
+		first <- time.Time{}
+		second <- time.Time{}
+	}
+	periods.take(t, got)
+	periods.take(t, got)
+	is.Equal(kernelWaits(t, path), 1) // still one blocked flock
+	release()
+	is.NoErr(<-got)
+	is.NoErr(<-got)
+	is.Equal(len(strings.Split(fileBytes(t, path), "\n")), 1+4+2+1) // 0, four records, a and b, and the end
+}

@@ -23,9 +23,9 @@ var _ ports.LedgerStore = (*Workspace)(nil)
 // it is enough to say so.
 const maxLedgerLineBytes = 64 << 10
 
-// readLockWait is how long a read of the ledger waits for its shared
-// flock: as long as an append waits for its exclusive one (protocol §11's
-// 10 s), so that ErrBusy means the same wait to the app either way.
+// readLockWait is the period of a read's wait for the ledger's shared
+// flock (flock.go): an append's (protocol §11's 10 s), so that ErrBusy
+// means the same wait to the app either way.
 const readLockWait = 10 * time.Second
 
 // OpenLedger implements ports.LedgerStore. The ledger's directory is

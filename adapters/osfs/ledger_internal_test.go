@@ -162,7 +162,9 @@ func TestALockedLedgerMakesTheAppendBusy(t *testing.T) {
 			is.Equal(fileBytes(t, path), "one\n")
 
 			release()
-			is.NoErr(ws.appendOnce("ledger.jsonl", 50*time.Millisecond, line("two\n", nil)))
+			// A wait of its own, not 50 ms: the first wait's abandoned flock
+			// must get the lock and let go first, however busy the machine.
+			is.NoErr(ws.appendOnce("ledger.jsonl", time.Minute, line("two\n", nil)))
 			is.Equal(fileBytes(t, path), "one\ntwo\n")
 		})
 	}
@@ -198,7 +200,7 @@ func TestAnAppendWaitsForTheLock(t *testing.T) {
 			return []byte("two\n"), nil
 		})
 	}()
-	time.Sleep(50 * time.Millisecond) // let the append start waiting
+	eventually(t, "the append waits in the kernel", func() bool { return kernelWaits(t, path) == 1 })
 	mu.Lock()
 	released = true
 	mu.Unlock()

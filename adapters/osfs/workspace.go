@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/metricproof/metricproof/adapters/internal/bounded"
 	"github.com/metricproof/metricproof/adapters/internal/marker"
@@ -56,9 +57,11 @@ type Workspace struct {
 	truncate func(f *os.File, size int64) error        // ftruncate, of the ledger after a failed append
 
 	// gates queue this process's callers of each ledger's flock, keyed by
-	// its workspace-relative path (flock.go).
+	// its workspace-relative path (flock.go); after times their waits'
+	// periods (time.After when nil; tests replace it).
 	gatesMu sync.Mutex
 	gates   map[string]*gate
+	after   func(time.Duration) <-chan time.Time
 }
 
 var (

@@ -36,7 +36,7 @@ func refused(t *testing.T, f *fixture) {
 			return
 		}
 		c.Close()
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // nothing tells when a port stops accepting: it is polled
 	}
 	t.Fatal("the server still accepts connections after its stop")
 }

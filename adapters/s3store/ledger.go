@@ -187,8 +187,10 @@ func (s *Store) Lock(ctx context.Context, rel string, wait time.Duration) (ports
 }
 
 // Lock takes no lock and makes no request: the hold's Append links its
-// record to the head and retries on losing the head to another writer,
-// for at most wait.
+// record to the head and retries on losing the head to another writer.
+// Each loss is another call recorded, the line moving, so the retries last
+// as a wait for the lock on disk does while the ledger changes: at most
+// ports.MaxLockWaitPeriods periods of wait.
 func (l *Ledger) Lock(ctx context.Context, wait time.Duration) (ports.HeldLedger, error) {
 	return &held{l: l, ctx: ctx, wait: wait}, nil
 }
@@ -205,8 +207,8 @@ func (h *held) LastLine() ([]byte, error) { return h.l.LastLine(h.ctx) }
 
 // Append implements ports.HeldLedger: record is built from the head's
 // line and created as the next seq; when another writer created that seq
-// first, record is built again from the new head, until it lands or wait
-// runs out (ports.ErrBusy). The record is the call's outcome, already
+// first, record is built again from the new head, until it lands or the
+// wait's last period ends (ports.ErrWaitedTooLong). The record is the call's outcome, already
 // decided, so a cancelled call still appends it.
 func (h *held) Append(record func(last []byte) ([]byte, error)) error {
 	if h.appended {
@@ -214,7 +216,7 @@ func (h *held) Append(record func(last []byte) ([]byte, error)) error {
 	}
 	h.appended = true
 	ctx := context.WithoutCancel(h.ctx)
-	deadline := time.Now().Add(h.wait)
+	deadline := time.Now().Add(ports.MaxLockWaitPeriods * h.wait)
 	seq, err := h.l.s.head(ctx, h.l.dir, 0)
 	for {
 		if err != nil {
@@ -242,7 +244,7 @@ func (h *held) Append(record func(last []byte) ([]byte, error)) error {
 		case !errors.Is(err, ports.ErrExists):
 			return err
 		case time.Now().After(deadline):
-			return ports.ErrBusy
+			return ports.ErrWaitedTooLong
 		}
 		seq, err = h.l.s.head(ctx, h.l.dir, seq+1)
 	}

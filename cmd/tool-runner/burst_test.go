@@ -2,11 +2,12 @@
 
 package main
 
-// Bursts of real processes on one ledger (protocol §11, issue 15): waits for
-// the ledger's lock sleep in the kernel, so that every process of a burst
-// gets its turn within the 10 s wait, and analyze holds the ledger's lock
-// across its commit, so that no run is ever committed without its record.
-// The only time these tests depend on is the contract's own 10 s wait.
+// Bursts of real processes on one ledger (protocol §11, issues 15 and 23):
+// waits for the ledger's lock sleep in the kernel and last while the line
+// moves, so that every process of a burst gets its turn however long the
+// line, and analyze holds the ledger's lock across its commit, so that no
+// run is ever committed without its record. They are long tests
+// (METRICPROOF_LONG=1): hundreds of processes.
 
 import (
 	"encoding/json"
@@ -161,7 +162,7 @@ func startRetrying(t *testing.T, build func() *exec.Cmd) *exec.Cmd {
 		if !errors.Is(err, syscall.ETXTBSY) {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the other fork closes the binary when it execs: no event tells this one when
 	}
 	t.Fatal("the runner's binary stayed busy")
 	return nil
@@ -238,11 +239,13 @@ func checkBurstLedger(t *testing.T, ws string, answered []string, runs map[strin
 // ledger (issue 15's second repro: 400 in the full run, 40 under -short):
 // half analyze, each into an output directory of its own, the others
 // inspect or verify. Every call is answered with success: no wait for the
-// ledger's lock runs out, since waiters sleep in the kernel and the
-// holders get the CPU. Every committed run has exactly one record, every
+// ledger's lock gives up, since waiters sleep in the kernel, the holders
+// get the CPU, and a wait lasts while the line moves (issue 23: with a
+// fixed 10 s bound, 24–192 calls of 400 failed on a loaded machine). Every committed run has exactly one record, every
 // answer is recorded once, and the chain verifies, by the test's own
 // hashes and by "tool-runner ledger".
 func TestABurstOfOneShotProcessesIsAnsweredAndRecordedWhole(t *testing.T) {
+	testutil.SkipUnlessLong(t)
 	n := 400
 	if testing.Short() {
 		n = 40
@@ -277,6 +280,7 @@ func TestABurstOfOneShotProcessesIsAnsweredAndRecordedWhole(t *testing.T) {
 // turn at the ledger's lock, every call is recorded once, and every run
 // either made has exactly one record.
 func TestABurstOverMCPAndOneShotTogetherKeepsTheLedgerWhole(t *testing.T) {
+	testutil.SkipUnlessLong(t)
 	n, m := 100, 60 // one-shot processes; MCP calls
 	if testing.Short() {
 		n, m = 20, 12

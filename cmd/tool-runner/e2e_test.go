@@ -151,7 +151,7 @@ func callWith(t *testing.T, exe, dir, stdin string, args ...string) outcome {
 		if err = cmd.Run(); !errors.Is(err, syscall.ETXTBSY) {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the other fork closes the binary when it execs: no event tells this one when
 	}
 	o := answerOf(t, err, out.String(), errOut.String())
 	if strings.Contains(o.raw, dir) {

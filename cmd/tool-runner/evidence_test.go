@@ -213,6 +213,7 @@ func TestConcurrentAnalyzesCommitEachRunAtMostOnce(t *testing.T) {
 // may stay for the operator; it is counted, never read as a run. The lock
 // dies with each killed writer, so the next analyze succeeds.
 func TestKillingAnalyzeAtAnyMomentLeavesOnlyCompleteRuns(t *testing.T) {
+	testutil.SkipUnlessLong(t)
 	killAnalyzeAtAnyMoment(t, nil)
 }
 
@@ -222,6 +223,7 @@ func TestKillingAnalyzeAtAnyMomentLeavesOnlyCompleteRuns(t *testing.T) {
 // attestation verifies by these tests' own code, and it verifies with the
 // key trusted.
 func TestKillingASignedAnalyzeAtAnyMomentLeavesOnlyCompleteSignedRuns(t *testing.T) {
+	testutil.SkipUnlessLong(t)
 	key := newTestKey(t, t.TempDir(), "key")
 	killAnalyzeAtAnyMoment(t, &key)
 }
@@ -548,7 +550,7 @@ func runKilledAfter(t *testing.T, dir, stdin string, delay time.Duration, args .
 	}
 	start := time.Now()
 	if delay >= 0 {
-		time.Sleep(delay)
+		time.Sleep(delay)                       // the moment of the kill is what the sweep varies
 		_ = cmd.Process.Signal(syscall.SIGKILL) // fails only when it already exited
 	}
 	err = cmd.Wait()

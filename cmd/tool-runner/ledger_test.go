@@ -583,7 +583,9 @@ func TestLedgerNamesEachTamperingAtItsLine(t *testing.T) {
 
 	for i, tc := range tamperCases() {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			is := is.New(t)
+			ws := fixture(t) // its own, whose whole tree the refusals check; the same sources, so the same digest
 			name := fmt.Sprintf("tampered-%02d.jsonl", i)
 			damaged := tc.damage(t, good)
 			writeFile(t, filepath.Join(ws, name), []byte(damaged))
@@ -643,6 +645,7 @@ func TestLedgerNamesEachTamperingAtItsLine(t *testing.T) {
 // recorded; at the end the ledger verifies, and every call that answered
 // is recorded in it.
 func TestKillingACallAtAnyMomentLeavesALedgerTheNextCallBuildsOn(t *testing.T) {
+	testutil.SkipUnlessLong(t)
 	is := is.New(t)
 	ws := maxFixture(t)
 	ledger := filepath.Join(ws, "ledger.jsonl")
@@ -794,9 +797,8 @@ func TestTenCallsOfMixedOutcomesMakeTenChainedRecords(t *testing.T) {
 // A SIGINT while the ledger's pre-check waits for another process's lock
 // cancels the call at once, as a signal before the request does: CANCELLED
 // (exit 3), nothing run, nothing written, not recorded (the ledger could
-// not be read), rather than IO_OR_NUMERIC_ERROR after the whole 10 s wait.
-// The signal may come before the wait begins or during it; either way the
-// answer is the same.
+// not be read), rather than IO_OR_NUMERIC_ERROR once the wait gives up.
+// The signal comes once the runner waits in the kernel.
 func TestASignalDuringTheLedgerPreCheckCancelsIt(t *testing.T) {
 	is := is.New(t)
 	ws := fixture(t)
@@ -808,7 +810,7 @@ func TestASignalDuringTheLedgerPreCheckCancelsIt(t *testing.T) {
 	is.NoErr(unix.Flock(int(holder.Fd()), unix.LOCK_EX)) // another process's append, as the runner sees it
 	before := snapshotTree(t, ws)
 	p := startRunner(t, ws, "--workspace", ws, "--ledger", "ledger.jsonl")
-	time.Sleep(200 * time.Millisecond) // let it reach the wait, most likely; not needed for the answer
+	waitsForFlock(t, p.cmd.Process.Pid, ledger) // in the wait, its handler long installed
 	is.NoErr(p.cmd.Process.Signal(os.Interrupt))
 	o := p.finish(t)
 	is.Equal(o.exit, 3)

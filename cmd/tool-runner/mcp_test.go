@@ -554,7 +554,7 @@ func TestMCPStopsOnASignalAfterAnsweringTheCallInFlight(t *testing.T) {
 					m := s.next()
 					answers[m["id"].(float64)] = m
 				}
-				time.Sleep(delay)
+				time.Sleep(delay) // the moment of the signal is what the attempts vary
 				is.NoErr(s.cmd.Process.Signal(sig))
 				unlocked := make(chan struct{})
 				if held != nil {
@@ -564,6 +564,11 @@ func TestMCPStopsOnASignalAfterAnsweringTheCallInFlight(t *testing.T) {
 					fd := int(held.Fd())
 					go func() {
 						defer close(unlocked)
+						// Not needed for the answer: room for the cancelled
+						// call to reach its record's wait, the path this
+						// attempt means to take (the abandoned kernel wait
+						// of its commit still shows in /proc/locks, so the
+						// record's cannot be told from it there).
 						time.Sleep(200 * time.Millisecond)
 						_ = unix.Flock(fd, unix.LOCK_UN)
 					}()

@@ -34,10 +34,11 @@ func TestSharedRequestsAnswerTheirCode(t *testing.T) {
 	if err != nil || len(cases) < 50 {
 		t.Fatalf("testdata/requests.json: %v, %d cases", err, len(cases))
 	}
-	ws := fixture(t)
 	for _, tt := range cases {
 		t.Run(tt.Name, func(t *testing.T) {
+			t.Parallel()
 			is := is.New(t)
+			ws := fixture(t) // its own: a case that wrongly wrote would not touch the others
 			in, err := testinputs.Assemble(tt.Input)
 			is.NoErr(err)
 			o := call(t, ws, string(in), "--workspace", ws, "--output-dir", "runs")

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/matryer/is"
 
@@ -151,7 +150,7 @@ func TestReportIsCancelledWhileItWaitsForTheLedger(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // past its start, into the wait (a lock held 10 s would end it anyway)
+	waitsForFlock(t, cmd.Process.Pid, filepath.Join(ws, "ledger.jsonl")) // in the wait, its handler long installed
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -159,5 +158,5 @@ func TestReportIsCancelledWhileItWaitsForTheLedger(t *testing.T) {
 	is := is.New(t)
 	is.Equal(cmd.ProcessState.ExitCode(), 3)                   // cancelled, as a report cancelled during its checks
 	is.Equal(out.String(), "")                                 // no page after a cancel
-	is.True(strings.HasPrefix(errOut.String(), "CANCELLED: ")) // not the 10 s wait's IO_OR_NUMERIC_ERROR
+	is.True(strings.HasPrefix(errOut.String(), "CANCELLED: ")) // not the IO_OR_NUMERIC_ERROR of a wait that gave up
 }

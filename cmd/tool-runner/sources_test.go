@@ -46,6 +46,7 @@ func TestBadSourcesAnswerTheirCode(t *testing.T) {
 	for _, tt := range cases {
 		for _, tool := range []string{"inspect_inputs", "analyze"} {
 			t.Run(tt.Name+"/"+tool, func(t *testing.T) {
+				t.Parallel() // a workspace of its own
 				is := is.New(t)
 				ws := fixture(t)
 				path := filepath.Join(ws, tt.File)

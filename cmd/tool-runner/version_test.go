@@ -110,10 +110,6 @@ func headOf(t *testing.T, root string) string {
 	return strings.TrimSpace(string(rev))
 }
 
-// longSuite is the switch of the tests that clone and build the
-// repository (minutes on a loaded machine): METRICPROOF_LONG=1.
-const longSuite = "METRICPROOF_LONG"
-
 // The auditor's recipe, docs/rebuild.sh, which README and docs/engine.md
 // show, run as an auditor runs it (issue 25): a clean clone of this
 // repository's HEAD built with README's command on a machine whose Go sets
@@ -123,8 +119,9 @@ const longSuite = "METRICPROOF_LONG"
 // in its version line, and the recipe stops on its run's receipt with its
 // message, exit 2, building nothing.
 func TestTheAuditorsRecipeRebuildsAndVerifiesARun(t *testing.T) {
-	if testing.Short() || os.Getenv(longSuite) != "1" {
-		t.Skipf("clones and builds the repository three times: set %s=1", longSuite)
+	testutil.SkipUnlessLong(t)
+	if testing.Short() {
+		t.Skip("clones and builds the repository three times")
 	}
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh: the recipe is a POSIX shell script")
@@ -200,6 +197,7 @@ func TestTheAuditorsRecipeRebuildsAndVerifiesARun(t *testing.T) {
 // neither reuses the other's work. Each one's version line is the same and
 // names its bytes, and a run analyzed by one verifies with the other.
 func TestTwoClonesBuildTheSameEngine(t *testing.T) {
+	testutil.SkipUnlessLong(t)
 	if testing.Short() {
 		t.Skip("builds the runner twice, once with an empty build cache (about a minute or more)")
 	}

@@ -1,8 +1,9 @@
 // Package testutil holds the few helpers the tests of several packages
 // share: the shipped fixture (the repository's data/ and contracts/ files
 // that protocol §7 describes), its copy into a workspace, the SHA256 of
-// bytes as lowercase hex, and signing key files as protocol §10 reads
-// them. It is for tests only; the standard library alone.
+// bytes as lowercase hex, signing key files as protocol §10 reads them,
+// and the switch of the long suites. It is for tests only; the standard
+// library alone.
 package testutil
 
 import (
@@ -14,10 +15,54 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 )
+
+// LongEnv names the environment variable that runs the long suites:
+// bursts of hundreds of processes, kill and signal sweeps, races that must
+// be seen to happen, peak memory, builds from scratch. They take minutes,
+// and what they assert (a race observed, a peak RSS, every call of a burst
+// answered within the ledger's wait) holds on a machine that is not
+// otherwise loaded, so a plain go test ./... skips them and .ci/run sets
+// it (docs/development.md). An environment variable rather than a build
+// tag keeps one build and works with go test -run as it is.
+const LongEnv = "METRICPROOF_LONG"
+
+// Long reports whether the long suites run: LongEnv is "1".
+func Long() bool { return os.Getenv(LongEnv) == "1" }
+
+// SkipUnlessLong skips t, a long test, unless LongEnv is set, saying in one
+// line how to run it.
+func SkipUnlessLong(t testing.TB) {
+	t.Helper()
+	if Long() {
+		return
+	}
+	t.Skip(howToRunLong(t.Name(), packageDir(t)))
+}
+
+// howToRunLong is the one line a skipped long test logs.
+func howToRunLong(test, dir string) string {
+	return fmt.Sprintf("long test: run it with %s=1 go test -run '^%s$' %s", LongEnv, test, dir)
+}
+
+// packageDir is the working directory (a test's is its package's)
+// relative to the repository, as go test takes it: "./cmd/tool-runner".
+func packageDir(t testing.TB) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	rel, err := filepath.Rel(Root(t), wd)
+	if err != nil || rel == "." {
+		return "."
+	}
+	return "./" + filepath.ToSlash(rel)
+}
 
 // FixtureNames are the shipped fixture's four files, relative to the
 // repository and to a workspace alike.

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // TestOneBuildAgainstItselfDiffersNowhere runs the whole case set with one
@@ -13,6 +15,7 @@ import (
 // change from run to run, which would hide a real difference or invent
 // one.
 func TestOneBuildAgainstItselfDiffersNowhere(t *testing.T) {
+	testutil.SkipUnlessLong(t)
 	if testing.Short() {
 		t.Skip("builds tool-runner and runs every case twice")
 	}
