@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -289,6 +290,9 @@ func (s *Server) openHTTP() error {
 			return optionError(err)
 		}
 		o.Auth.Verify, o.Auth.Scope = v.Verify, scopeOf
+		if port, fetches := v.FetchPort(); fetches {
+			s.connect = append(s.connect, port)
+		}
 	}
 	front, err := remote.Listen(o)
 	if err != nil {
@@ -297,6 +301,24 @@ func (s *Server) openHTTP() error {
 	}
 	s.front, s.cancelCalls = front, handler.cancelCalls
 	return nil
+}
+
+// Network is the TCP the server needs once it serves, for its confinement
+// (protocol §16): the port it listens on, and the issuer's key set's port
+// when it fetches the set again. Over stdio, none.
+func (s *Server) Network() (bind, connect []uint16) {
+	if s.front == nil {
+		return nil, nil
+	}
+	u, err := url.Parse(s.front.URL())
+	if err != nil {
+		return nil, s.connect
+	}
+	port, err := strconv.ParseUint(u.Port(), 10, 16)
+	if err != nil {
+		return nil, s.connect
+	}
+	return []uint16{uint16(port)}, s.connect
 }
 
 // frontOptions are the front's options as the command line gives them;

@@ -554,3 +554,47 @@ func TestHTTPServersOfOneOutputDirectoryShareCursors(t *testing.T) {
 	is.True(errors.As(err, &werr))
 	is.Equal(werr.Code, int64(jsonrpc.CodeInvalidParams)) // unknown there
 }
+
+// The server names the TCP it needs once serving, for its confinement: the
+// port it listens on (the one picked for :0), and the issuer's key set's
+// port when it fetches the set; nothing to connect to with --auth-jwks or
+// without authorization, and nothing over stdio.
+func TestHTTPServerNamesThePortsItNeeds(t *testing.T) {
+	ws := testutil.CopyFixture(t, t.TempDir())
+	iss := oauthtest.New(t, oauthtest.NewClock())
+	jwks := filepath.Join(ws, "jwks.json")
+	if err := os.WriteFile(jwks, iss.JWKS(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	issPort := iss.URL[strings.LastIndex(iss.URL, ":")+1:]
+	tests := []struct {
+		name    string
+		args    []string
+		connect []string
+		listens bool
+	}{
+		{"over stdio", nil, nil, false},
+		{"no authorization", []string{"--http", "127.0.0.1:0"}, nil, true},
+		{"discovery", []string{"--http", "127.0.0.1:0", "--auth-issuer", iss.URL, "--auth-audience", resource}, []string{issPort}, true},
+		{"a key set file", []string{"--http", "127.0.0.1:0", "--auth-issuer", iss.URL, "--auth-audience", resource, "--auth-jwks", jwks}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			var stdout, stderr bytes.Buffer
+			srv, code := mcp.Open(append([]string{"--workspace", ws}, tt.args...), &stdout, &stderr, wire.Real(engine.New()), "test")
+			is.Equal(code, 0)
+			defer srv.Close()
+			bind, connect := srv.Network()
+			var got []string
+			for _, p := range connect {
+				got = append(got, fmt.Sprint(p))
+			}
+			is.Equal(got, tt.connect)
+			is.Equal(len(bind) == 1, tt.listens)
+			if tt.listens {
+				is.True(bind[0] != 0) // the port picked, not 0
+			}
+		})
+	}
+}

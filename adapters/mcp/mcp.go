@@ -75,6 +75,9 @@ type Server struct {
 	front *remote.Server
 	// cancelCalls cancels the calls over HTTP still running.
 	cancelCalls context.CancelFunc
+	// connect are the TCP ports the server connects to once serving: the
+	// issuer's key set's, when it fetches it again.
+	connect []uint16
 }
 
 // Open parses args (the command line after "mcp"), opens the service and

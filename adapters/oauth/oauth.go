@@ -47,6 +47,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -175,6 +176,30 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	}
 	v.keys.Store(set)
 	return v, nil
+}
+
+// FetchPort is the TCP port the verifier connects to after start, to
+// fetch the key set again (a token with an unknown kid): the jwks_uri's,
+// its scheme's default when it names none. fetches is false for a key set
+// read from a file, which is never fetched. A server confined to the
+// ports it needs (protocol §16) allows this one.
+func (v *Verifier) FetchPort() (port uint16, fetches bool) {
+	if v.jwksURL == "" {
+		return 0, false
+	}
+	u, err := url.Parse(v.jwksURL)
+	if err != nil {
+		return 0, false // fetched at start, so it parses
+	}
+	p := u.Port()
+	if p == "" {
+		p = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return 0, false
+	}
+	return uint16(n), true
 }
 
 // checkURL accepts an absolute https URL without fragment or user info, or

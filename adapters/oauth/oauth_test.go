@@ -6,8 +6,10 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -363,4 +365,29 @@ func TestBadOptionsAreRefusedAtStart(t *testing.T) {
 			is.True(!strings.Contains(err.Error(), dir)) // no path
 		})
 	}
+}
+
+// The verifier names the one TCP port it may still connect to once the
+// server is confined (protocol §16): its key set's, when it fetches it
+// from the issuer's metadata; none when the key set is a file.
+func TestTheVerifierNamesThePortItFetchesKeysFrom(t *testing.T) {
+	is := is.New(t)
+	clock := oauthtest.NewClock()
+	iss := oauthtest.New(t, clock)
+	v, err := oauth.New(context.Background(), oauth.Config{Issuer: iss.URL, Audience: audience, AllowHTTP: true, Clock: clock})
+	is.NoErr(err)
+	u, err := url.Parse(iss.URL)
+	is.NoErr(err)
+	want, err := strconv.Atoi(u.Port())
+	is.NoErr(err)
+	port, fetches := v.FetchPort()
+	is.True(fetches)
+	is.Equal(int(port), want)
+
+	file := filepath.Join(t.TempDir(), "jwks.json")
+	is.NoErr(os.WriteFile(file, iss.JWKS(), 0o644))
+	v, err = oauth.New(context.Background(), oauth.Config{Issuer: iss.URL, Audience: audience, JWKSFile: file, AllowHTTP: true, Clock: clock})
+	is.NoErr(err)
+	_, fetches = v.FetchPort()
+	is.True(!fetches) // never fetches
 }
