@@ -25,6 +25,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/metricproof/metricproof/adapters/oauth/oauthtest"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // The server over HTTP (protocol §14) as real processes: "tool-runner mcp
@@ -244,4 +245,85 @@ func TestTwoHTTPServersBehindARoundRobinShareOneLedger(t *testing.T) {
 	out, err := check.CombinedOutput()
 	is.True(err == nil) // the ledger check accepts the one chain
 	is.True(strings.Contains(string(out), `"ledger":"verified","records":6,`))
+}
+
+// The official TypeScript clients, the SDK v1 (Streamable HTTP) and the v2
+// client pinned to 2026-07-28, each run a whole flow with a bearer token
+// against the real "tool-runner mcp --http": inspect, analyze, verify,
+// and the run's result.json read as a resource, byte for byte; each call
+// is recorded with the token's principal. It needs node and the clients
+// installed: npm ci --prefix adapters/remote/testdata/tsclient (skipped
+// otherwise, saying so).
+func TestTheTypeScriptClientsRunAFlowOverHTTP(t *testing.T) {
+	dir := filepath.Join(testutil.Root(t), "adapters", "remote", "testdata", "tsclient")
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node: the TypeScript clients were not run")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client")); err != nil {
+		t.Skip("the TypeScript clients are not installed: npm ci --prefix adapters/remote/testdata/tsclient")
+	}
+	for _, which := range []string{"v1", "v2"} {
+		t.Run(which, func(t *testing.T) {
+			is := is.New(t)
+			ws := fixture(t)
+			iss := oauthtest.New(t, oauthtest.NewClock())
+			p := startHTTPProcess(t, ws, iss, nil)
+			token := iss.Token(t, iss.Claims(httpAudience, "metricproof:read metricproof:run"))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, "flow.mjs", which, p.url.String(), "ts-"+which)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "MCP_TOKEN="+token)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("the client's flow failed: %v: %s", err, stderr.String())
+			}
+			var got struct {
+				ProtocolVersion *string `json:"protocolVersion"`
+				Calls           []struct {
+					Name     string         `json:"name"`
+					IsError  bool           `json:"isError"`
+					Response map[string]any `json:"response"`
+				} `json:"calls"`
+				Resource string `json:"resource"`
+			}
+			is.NoErr(json.Unmarshal(out, &got))
+			if got.ProtocolVersion != nil {
+				t.Logf("%s: protocol %s", which, *got.ProtocolVersion)
+			}
+			if which == "v2" {
+				is.True(got.ProtocolVersion != nil && *got.ProtocolVersion == "2026-07-28")
+			}
+			is.Equal(len(got.Calls), 3)
+			for i, name := range []string{"inspect_inputs", "analyze", "verify_result"} {
+				is.Equal(got.Calls[i].Name, name)
+				is.True(!got.Calls[i].IsError)
+				is.Equal(got.Calls[i].Response["ok"], true)
+			}
+			is.Equal(got.Calls[2].Response["result"].(map[string]any)["integrity"], "verified")
+			onDisk, err := os.ReadFile(filepath.Join(ws, "runs", "ts-"+which, "result.json"))
+			is.NoErr(err)
+			is.Equal(got.Resource, string(onDisk)) // the exact bytes
+			is.True(!strings.Contains(string(out)+stderr.String(), token))
+
+			data, err := os.ReadFile(filepath.Join(ws, "calls.jsonl"))
+			is.NoErr(err)
+			n := 0
+			for line := range bytes.Lines(data) {
+				var r struct {
+					Transport string `json:"transport"`
+					Principal struct{ Issuer, Subject string }
+				}
+				is.NoErr(json.Unmarshal(line, &r))
+				is.Equal(r.Transport, "http")
+				is.Equal(r.Principal.Issuer, iss.URL)
+				is.Equal(r.Principal.Subject, "alice")
+				n++
+			}
+			is.Equal(n, 3) // each call, recorded
+		})
+	}
 }
