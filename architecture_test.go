@@ -42,6 +42,7 @@ func layers() map[string]layer {
 		"app":       {internal: []string{"domain", "ports", "app"}, external: []string{"github.com/go-json-experiment/json"}},
 		"pure":      {internal: []string{"domain", "app"}, external: []string{"github.com/go-json-experiment/json"}},
 		"adapters":  {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/spf13/afero", "golang.org/x/sys/unix", "github.com/matryer/is"}},
+		"confining": {internal: []string{"domain", "ports"}, external: []string{"github.com/landlock-lsm/go-landlock", "golang.org/x/sys/unix"}},
 		"store":     {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go", "golang.org/x/sys/unix"}},
 		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-json-experiment/json"}},
 		"remote":    {internal: []string{"ports", "adapters"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-jose/go-jose/v4", "golang.org/x/sync/semaphore"}},
@@ -107,6 +108,13 @@ func purePackages() []string {
 	return []string{module + "/app/attest", module + "/app/jsonout", module + "/app/jsonvalue", module + "/app/ledger", module + "/app/protocol"}
 }
 
+// landlockPackage confines the process with Landlock (protocol §16): a
+// driven adapter of its own row, the one package that may import
+// go-landlock, and only the domain's source names and the ports besides.
+// No adapter, app or transport imports it (their rows forbid it); the
+// composition roots do.
+const landlockPackage = module + "/adapters/landlock"
+
 // storePackage keeps the evidence and the ledger in S3-compatible object
 // storage: a driven adapter like the others, and the one that may import
 // the S3 client (its s3test, which starts a real server for tests, too).
@@ -116,6 +124,9 @@ const storePackage = module + "/adapters/s3store"
 func layerOf(top, pkg string) string {
 	if slices.Contains(purePackages(), pkg) {
 		return "pure"
+	}
+	if pkg == landlockPackage {
+		return "confining"
 	}
 	if pkg == storePackage || strings.HasPrefix(pkg, storePackage+"/") {
 		return "store"
@@ -294,6 +305,13 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"cmd", module + "/cmd/tool-runner", module + "/internal/tools/buildcmd"},
 		{"adapters", module + "/adapters/report", module + "/internal/tools/buildcmd"},
 		{"app", module + "/app", testutilPackage},
+		{"adapters", module + "/adapters/osfs", "github.com/landlock-lsm/go-landlock/landlock"},
+		{"adapters", module + "/adapters/stdio", landlockPackage},
+		{"adapters", module + "/adapters/osfs", landlockPackage},
+		{"app", module + "/app", landlockPackage},
+		{"adapters", landlockPackage, module + "/adapters/osfs"},
+		{"adapters", landlockPackage, module + "/app"},
+		{"adapters", landlockPackage, "github.com/spf13/afero"},
 		{"adapters", module + "/adapters/remote", module + "/app"},
 		{"adapters", module + "/adapters/oauth", module + "/app/protocol"},
 		{"adapters", module + "/adapters/remote", module + "/adapters/osfs"},
@@ -348,6 +366,11 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"internal", wirePackage, module + "/adapters/osfs"},
 		{"internal", wirePackage, module + "/app"},
 		{"adapters", module + "/adapters/report", "html/template"},
+		{"adapters", landlockPackage, "github.com/landlock-lsm/go-landlock/landlock/syscall"},
+		{"adapters", landlockPackage, module + "/ports"},
+		{"adapters", landlockPackage, module + "/domain"},
+		{"internal", wirePackage, landlockPackage},
+		{"cmd", module + "/cmd/tool-runner", landlockPackage},
 		{"adapters", module + "/adapters/remote", module + "/adapters/oauth"},
 		{"adapters", module + "/adapters/remote", "github.com/modelcontextprotocol/go-sdk/auth"},
 		{"adapters", module + "/adapters/oauth", "github.com/go-jose/go-jose/v4/jwt"},

@@ -16,7 +16,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/metricproof/metricproof/adapters/engine"
+	"github.com/metricproof/metricproof/adapters/landlock"
 	"github.com/metricproof/metricproof/adapters/stdio"
+	"github.com/metricproof/metricproof/ports"
 )
 
 // documents runs the program once over the fixture (inspect, a signed
@@ -73,7 +75,9 @@ func documents(t *testing.T) map[string][]byte {
 		}
 	}
 	var version bytes.Buffer
-	if stdio.Version(nil, &version, io.Discard, engine.New(), engine.Settings()) != 0 {
+	// What this kernel would enforce, without confining the test's process.
+	kernel := func() (ports.Confinement, error) { return landlock.Kernel(false), nil }
+	if stdio.Version(nil, &version, io.Discard, engine.New(), engine.Settings(), kernel) != 0 {
 		t.Fatal("tool-runner version failed")
 	}
 	docs["version"] = bytes.TrimSuffix(version.Bytes(), []byte("\n"))

@@ -392,3 +392,18 @@ type EngineIdentity struct {
 	VCSRevision   string
 	VCSModified   *bool
 }
+
+// Confinement is what the kernel confines the program's commands to in
+// this environment (protocol §16), as tool-runner version reports it.
+type Confinement struct {
+	// LandlockABI is the kernel's Landlock ABI version, 0 when it has none.
+	LandlockABI int
+	// Filesystem: file access outside what a command needs is refused.
+	Filesystem bool
+	// Network: TCP bind and connect outside the ports a command needs are
+	// refused.
+	Network bool
+	// Scoped: signals and abstract UNIX sockets reaching outside the
+	// process are refused.
+	Scoped bool
+}

@@ -123,6 +123,11 @@ func Open(args []string, stdout, stderr io.Writer, wire app.Wire, version string
 // Options are the options the server was opened with.
 func (s *Server) Options() app.Options { return s.opts.Options }
 
+// Refuse answers a fault met once the server was opened and before it
+// served (the composition root's confinement) as a fault of its opening
+// is answered, and returns the exit status: 2.
+func (s *Server) Refuse(err error) int { return optionFault(s.stderr, err) }
+
 // Close closes the service, and the HTTP front's address when the server
 // was never run.
 func (s *Server) Close() error {

@@ -376,7 +376,7 @@ func disclaimed(d app.Disclaimed) string {
 	case app.Disclaimed{Field: "host_cancellation", Value: "not_tested"}:
 		return "Whether the AI agent's host can stop a call part-way was not tested; only this program's own cancel file and signals were."
 	case app.Disclaimed{Field: "os_sandbox", Value: "not_claimed"}:
-		return "The program does not claim to run in an operating-system sandbox: that it reads only its four sources and writes only its output rests on its own code, not on the operating system."
+		return "The program does not claim to have run in an operating-system sandbox. On Linux it asks the kernel to stop it from touching anything but the files it needs, where the kernel can, but this evidence does not record whether it did: that it read only its four sources and wrote only its output rests on its own checks."
 	case app.Disclaimed{Field: "real_model_quality", Value: "not_tested"}:
 		return "Nothing here judges the AI agent or model that asked for this run: how well it chose the run or explains the result was not tested."
 	case app.Disclaimed{Field: "human_review", Value: "not_performed"}:

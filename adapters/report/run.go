@@ -69,6 +69,11 @@ func Open(args []string, stdout, stderr io.Writer, wire app.Wire, running map[st
 // Options are the options the command was opened with.
 func (c *Report) Options() app.Options { return c.opts.Options }
 
+// Refuse answers a fault met once the command was opened and before it
+// ran (the composition root's confinement) as a fault of its opening is
+// answered, and returns the exit status: 2.
+func (c *Report) Refuse(err error) int { return optionFault(c.stderr, err) }
+
 // Close closes the service.
 func (c *Report) Close() error { return c.svc.Close() }
 

@@ -148,6 +148,11 @@ func (c *OneShot) Run(ctx context.Context, stdin io.Reader) int {
 	return reply(c.stdout, a)
 }
 
+// Refuse answers a fault met once the call was opened and before it ran
+// (the composition root's confinement) as a fault of its opening is
+// answered, unrecorded, and returns the exit status.
+func (c *OneShot) Refuse(err error) int { return reply(c.stdout, call.Refuse(err)) }
+
 // Close closes the service.
 func (c *OneShot) Close() error { return c.svc.Close() }
 
@@ -270,6 +275,11 @@ func OpenLedger(args []string, stdout io.Writer, wire app.Wire) (*LedgerCheck, i
 
 // Options are the options the command was opened with.
 func (c *LedgerCheck) Options() app.Options { return c.opts }
+
+// Refuse answers a fault met once the command was opened and before it
+// ran (the composition root's confinement) as a fault of its opening is
+// answered, and returns the exit status: 2.
+func (c *LedgerCheck) Refuse(err error) int { return ledgerFault(c.stdout, err) }
 
 // Run checks the ledger's whole chain and prints one compact JSON line:
 // {"ledger":"verified","records","head"}, exit 0, or

@@ -21,7 +21,9 @@ vcs_modified); settings, every build setting Go recorded; and rebuildable,
 whether README's build command from a clean checkout of vcs_revision could
 have made it, with rebuild_blockers naming why not (no_vcs_revision,
 vcs_modified, no_trimpath, cgo_enabled, other_build_flags, no_build_info;
-docs/engine.md says what each means and what to do). It takes no other
+docs/engine.md says what each means and what to do); and confinement,
+what the kernel confines every command to on this machine (landlock_abi,
+filesystem, network, scoped; docs/protocol.md §16). It takes no other
 argument.
 
 Exit status: 0 printed, 2 an argument or the line could not be printed
@@ -42,16 +44,28 @@ type VersionLine struct {
 	// Rebuildable is true when RebuildBlockers is empty.
 	Rebuildable     bool              `json:"rebuildable"`
 	RebuildBlockers []rebuild.Blocker `json:"rebuild_blockers"`
+	Confinement     confinement       `json:"confinement"`
+}
+
+// confinement is ports.Confinement under the names of protocol §16: all
+// three booleans are false when the kernel has no Landlock or the operator
+// turned confinement off (METRICPROOF_LANDLOCK=off).
+type confinement struct {
+	LandlockABI int  `json:"landlock_abi"`
+	Filesystem  bool `json:"filesystem"`
+	Network     bool `json:"network"`
+	Scoped      bool `json:"scoped"`
 }
 
 // Version runs "tool-runner version"; args are the arguments after it, of
-// which there may be none (or -h or --help alone, for the usage), and
-// settings are the binary's build settings. Exit 0 with one compact JSON
-// line on stdout. An argument is
-// INVALID_OPTIONS, and an engine that cannot be hashed or a line that
-// cannot be written IO_OR_NUMERIC_ERROR: one line on stderr naming the
-// code, exit 2, as mcp's option faults.
-func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings map[string]string) int {
+// which there may be none (or -h or --help alone, for the usage),
+// settings are the binary's build settings, and confine confines the
+// process once the arguments are checked and says what it enforces. Exit
+// 0 with one compact JSON line on stdout. An argument is INVALID_OPTIONS,
+// and a confinement the kernel refused, an engine that cannot be hashed
+// or a line that cannot be written IO_OR_NUMERIC_ERROR: one line on stderr
+// naming the code, exit 2, as mcp's option faults.
+func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings map[string]string, confine func() (ports.Confinement, error)) int {
 	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
 		_, _ = io.WriteString(stdout, VersionUsage)
 		return 0
@@ -59,6 +73,11 @@ func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings
 	if len(args) > 0 {
 		// The position on the whole command line, never the text.
 		fmt.Fprintf(stderr, "%s: argument 2 is not allowed: tool-runner version takes no arguments\n", protocol.InvalidOptions)
+		return 2
+	}
+	c, err := confine()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: the program could not confine itself to its own executable, so nothing was printed: retry\n", protocol.IOOrNumericError)
 		return 2
 	}
 	id, err := eng.Identity()
@@ -71,7 +90,7 @@ func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings
 	}
 	blockers := rebuild.Check(settings)
 	line, err := json.Marshal(VersionLine{EngineSHA256: id.SHA256, Build: app.BuildOf(id), Settings: settings,
-		Rebuildable: len(blockers) == 0, RebuildBlockers: blockers})
+		Rebuildable: len(blockers) == 0, RebuildBlockers: blockers, Confinement: confinement(c)})
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: the version line could not be encoded\n", protocol.InternalError)
 		return 2

@@ -8,7 +8,13 @@
 // This is the composition root: it wires the real-disk adapters into the
 // app and hands the command line to the command it names, nothing more.
 // Every command is opened (its options parsed, the workspace, keys, paths
-// and ledger checked) before it reads a request, and then run.
+// and ledger checked), then confined by the kernel to what it needs
+// (protocol §16), then run.
+//
+// Go listens and dials with plain TCP here: Landlock's TCP rules do not
+// cover a multipath TCP socket, which Go's listeners open by default.
+//
+//go:debug multipathtcp=0
 package main
 
 import (
@@ -20,6 +26,7 @@ import (
 	"syscall"
 
 	"github.com/metricproof/metricproof/adapters/engine"
+	"github.com/metricproof/metricproof/adapters/landlock"
 	"github.com/metricproof/metricproof/adapters/mcp"
 	"github.com/metricproof/metricproof/adapters/report"
 	"github.com/metricproof/metricproof/adapters/stdio"
@@ -40,7 +47,7 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx := cancelledBySignals()
 	eng := engine.New()
-	wire := wire.Real(eng)
+	off := os.Getenv(wire.OffVariable) == "off"
 	if len(args) == 0 || args[0] != "mcp" {
 		oneShotMemory()
 	} else {
@@ -49,44 +56,83 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		return stdio.Bare(stderr)
 	}
+	if args[0] == "version" {
+		return version(args[1:], stdout, stderr, eng, off)
+	}
+	return dispatch(ctx, args, stdin, stdout, stderr, wire.Real(eng), func(c wire.Command) confiner {
+		return wire.NewConfiner(c, off)
+	})
+}
+
+// confiner confines the process between a command's opening and its run
+// (wire.Confiner; a test's own in this package's tests).
+type confiner interface {
+	// Wire returns the wire a command is opened with.
+	Wire(app.Wire) app.Wire
+	// Confine confines the process to what the command opened with the
+	// options needs; an error is coded, and the command must not run.
+	Confine(app.Options) error
+}
+
+// dispatch opens the command args name over disk, confines it with the
+// confiner newConfiner gives for its kind, and runs it.
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, disk app.Wire, newConfiner func(wire.Command) confiner) int {
 	switch args[0] {
 	case "mcp":
-		c, exit := mcp.Open(args[1:], stdout, stderr, wire, moduleVersion())
-		return runOpened(ctx, c, exit, stdin)
+		f := newConfiner(wire.Tools)
+		c, exit := mcp.Open(args[1:], stdout, stderr, f.Wire(disk), moduleVersion())
+		return runOpened(ctx, c, exit, stdin, f)
 	case "ledger":
-		c, exit := stdio.OpenLedger(args[1:], stdout, wire)
-		return runOpened(ctx, c, exit, stdin)
+		f := newConfiner(wire.LedgerCheck)
+		c, exit := stdio.OpenLedger(args[1:], stdout, f.Wire(disk))
+		return runOpened(ctx, c, exit, stdin, f)
 	case "report":
-		c, exit := report.Open(args[1:], stdout, stderr, wire, engine.Settings())
-		return runOpened(ctx, c, exit, stdin)
-	case "version":
-		return stdio.Version(args[1:], stdout, stderr, eng, engine.Settings())
+		f := newConfiner(wire.Report)
+		c, exit := report.Open(args[1:], stdout, stderr, f.Wire(disk), engine.Settings())
+		return runOpened(ctx, c, exit, stdin, f)
 	}
-	c, exit := stdio.Open(ctx, args, stdout, wire)
-	return runOpened(ctx, c, exit, stdin)
+	f := newConfiner(wire.Tools)
+	if code, ok := probe(ctx, args, stdin, stdout, f, disk); ok {
+		return code
+	}
+	c, exit := stdio.Open(ctx, args, stdout, f.Wire(disk))
+	return runOpened(ctx, c, exit, stdin, f)
+}
+
+// version runs "tool-runner version", confined as every command is once
+// its arguments are checked: it reads nothing but its own executable.
+func version(args []string, stdout, stderr io.Writer, eng *engine.Self, off bool) int {
+	return stdio.Version(args, stdout, stderr, eng, engine.Settings(), landlock.New(landlock.Need{Off: off}, nil).Apply)
 }
 
 // command is a command opened: its options checked and its service open.
 type command interface {
 	Options() app.Options
 	Run(ctx context.Context, stdin io.Reader) int
+	// Refuse answers a fault met between its opening and its run, as one
+	// of its opening, and returns the exit status.
+	Refuse(err error) int
 	Close() error
 }
 
 // runOpened runs an opened command, c, and closes it; a nil c (the
-// command ended when it was opened: a fault, or --help) is exit. What must
-// come between a command's checks and its first read of a request (the
-// kernel's confinement to the paths of c.Options()) goes here, once for
-// every command.
+// command ended when it was opened: a fault, or --help) is exit. Between
+// the command's checks and its first read of a request, and once for
+// every command, f confines the process to the paths of c.Options()
+// (protocol §16); a confinement refused is answered by c, which then does
+// not run.
 func runOpened[C interface {
 	comparable
 	command
-}](ctx context.Context, c C, exit int, stdin io.Reader) int {
+}](ctx context.Context, c C, exit int, stdin io.Reader, f confiner) int {
 	var none C
 	if c == none {
 		return exit
 	}
 	defer c.Close()
+	if err := f.Confine(c.Options()); err != nil {
+		return c.Refuse(err)
+	}
 	return c.Run(ctx, stdin)
 }
 

@@ -12,12 +12,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/metricproof/metricproof/adapters/landlock"
 	"github.com/metricproof/metricproof/contracts"
 	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/internal/tools/buildcmd"
@@ -47,12 +49,14 @@ func versionSchema(t *testing.T) *jsonschema.Schema {
 
 // versionOf runs "exe version" and checks its line: one compact JSON line
 // on stdout, nothing on stderr, exit 0, valid against its schema, naming
-// the SHA256 of exe's bytes.
-func versionOf(t *testing.T, exe string) (line []byte, v map[string]any) {
+// the SHA256 of exe's bytes and what this kernel confines (protocol §16),
+// or nothing confined with METRICPROOF_LANDLOCK=off in env.
+func versionOf(t *testing.T, exe string, env ...string) (line []byte, v map[string]any) {
 	t.Helper()
 	is := is.New(t)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(exe, "version")
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	is.NoErr(cmd.Run()) // exit 0
 	is.Equal(stderr.String(), "")
@@ -75,11 +79,24 @@ func versionOf(t *testing.T, exe string) (line []byte, v map[string]any) {
 	settings := v["settings"].(map[string]any)
 	is.Equal(settings["GOOS"], runtime.GOOS)
 	is.Equal(settings["GOARCH"], runtime.GOARCH)
+	k := landlock.Kernel(slices.Contains(env, "METRICPROOF_LANDLOCK=off"))
+	is.Equal(v["confinement"], map[string]any{"landlock_abi": float64(k.LandlockABI), "filesystem": k.Filesystem, "network": k.Network, "scoped": k.Scoped})
 	return line, v
 }
 
 func TestVersionNamesTheRunningEngine(t *testing.T) {
 	versionOf(t, runnerPath(t))
+}
+
+// The operator's switch shows in the version line: nothing confined, the
+// kernel's ABI still named.
+func TestVersionShowsConfinementTurnedOff(t *testing.T) {
+	is := is.New(t)
+	_, on := versionOf(t, runnerPath(t))
+	_, off := versionOf(t, runnerPath(t), "METRICPROOF_LANDLOCK=off")
+	c := off["confinement"].(map[string]any)
+	is.Equal(c["landlock_abi"], on["confinement"].(map[string]any)["landlock_abi"]) // the kernel's, either way
+	is.True(!c["filesystem"].(bool) && !c["network"].(bool) && !c["scoped"].(bool))
 }
 
 // cloneAt clones the repository at root into dir and checks out rev,
