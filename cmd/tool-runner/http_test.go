@@ -24,6 +24,7 @@ import (
 	"github.com/matryer/is"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/metricproof/metricproof/adapters/landlock"
 	"github.com/metricproof/metricproof/adapters/oauth/oauthtest"
 	"github.com/metricproof/metricproof/internal/testutil"
 )
@@ -326,4 +327,59 @@ func TestTheTypeScriptClientsRunAFlowOverHTTP(t *testing.T) {
 			is.Equal(n, 3) // each call, recorded
 		})
 	}
+}
+
+// postTool posts one tools/call of inspect_inputs to endpoint with token,
+// as the stateless revision sends it, and returns the HTTP status.
+func postTool(t *testing.T, endpoint, token string) int {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"inspect_inputs","arguments":{},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "inspect_inputs")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, res.Body)
+	return res.StatusCode
+}
+
+// The server over HTTP runs confined (protocol §16) and still does all it
+// must: it answers calls on its port, and, a minute after its last fetch,
+// fetches the issuer's key set again for a key rotated in, through the one
+// port it may connect to. Without that port in its rules the kernel
+// refuses the fetch and the rotated key is never taken. Long: it waits
+// the minute out.
+func TestAConfinedServerOverHTTPFetchesItsIssuersKeys(t *testing.T) {
+	testutil.SkipUnlessLong(t)
+	if !landlock.Kernel(false).Network {
+		t.Skip("this kernel does not confine TCP (Landlock ABI 4): nothing to show")
+	}
+	is := is.New(t)
+	ws := fixture(t)
+	clock := oauthtest.NewClock()
+	iss := oauthtest.New(t, clock)
+	p := startHTTPProcess(t, ws, iss, nil)
+	endpoint := p.url.String()
+	is.Equal(postTool(t, endpoint, iss.Token(t, iss.Claims(httpAudience, "metricproof:read"))), http.StatusOK)
+
+	fetches := iss.Fetches()
+	iss.Rotate(t, "ES256")
+	rotated := iss.Token(t, iss.Claims(httpAudience, "metricproof:read"))
+	is.Equal(postTool(t, endpoint, rotated), http.StatusUnauthorized) // within the minute: not fetched
+	is.Equal(iss.Fetches(), fetches)
+	time.Sleep(61 * time.Second)                            // the server's own clock must pass the minute
+	iss.DropConnections()                                   // no connection from before the confinement left to reuse
+	is.Equal(postTool(t, endpoint, rotated), http.StatusOK) // fetched, confined
+	is.Equal(iss.Fetches(), fetches+1)
 }
