@@ -67,7 +67,14 @@ func (s *Service) Analyze(ctx context.Context, runID, digest string, hold *Ledge
 		return Run{}, sourceFault("", err)
 	}
 	if snap.digest() != digest {
-		return Run{}, protocol.Errorf(protocol.StaleContext, "the sources' digest is not the expected one; run inspect_inputs again and pass the digest it returns")
+		// The engine keeps no record of past inspections (a one-shot call
+		// has none to keep), so it cannot tell a digest the sources have
+		// moved away from from one no inspection ever returned: it says
+		// both, and echoes neither digest, so that no caller commits a run
+		// over sources it did not inspect.
+		return Run{}, protocol.Errorf(protocol.StaleContext, "expected_source_digest matches no inspection of the sources as they are now: "+
+			"either they changed since the inspect_inputs that returned it, or it was not taken from one; nothing was written: "+
+			"call inspect_inputs again and pass the source_digest it returns, unchanged")
 	}
 	files, resultSum, err := s.encodeRun(runID, snap, result)
 	if err != nil {
@@ -210,7 +217,8 @@ func (s *Service) commit(ctx context.Context, out ports.Location, runID, digest 
 		return sourceFault(fileOf(rerr), rerr)
 	}
 	if again.digest() != digest {
-		return protocol.Errorf(protocol.StaleContext, "the sources changed while the run was being written; nothing was committed: inspect again")
+		return protocol.Errorf(protocol.StaleContext, "the sources changed while the run was being written; nothing was committed: "+
+			"call inspect_inputs again and pass the source_digest it returns")
 	}
 	if err := s.checkCancel(ctx, "before the commit"); err != nil {
 		return err

@@ -33,7 +33,7 @@ func TestEveryCodeHasItsStatusExitAndRetryability(t *testing.T) {
 		is.True(!seen[c]) // no code twice
 		seen[c] = true
 		is.True(regexp.MustCompile(`^[A-Z_]+$`).MatchString(string(c)))
-		is.Equal(protocol.Errorf(c, "x").Retryable, c == protocol.OutputBusy) // only OUTPUT_BUSY is retryable
+		is.Equal(protocol.Errorf(c, "x").Retryable, c == protocol.OutputBusy || c == protocol.StaleContext) // only OUTPUT_BUSY and STALE_CONTEXT are retryable
 	}
 }
 

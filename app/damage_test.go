@@ -502,7 +502,7 @@ func checkDamage(t *testing.T, f bothFS, c verifyDamage) {
 		is.Equal(string(r.Body.Result), "null")                        // a fault has no result
 		is.Equal(len(r.Body.Artifacts), 0)
 		is.True(r.Body.Artifacts != nil)                                // artifacts is {}
-		is.Equal(r.Body.Error.Retryable, false)                         // only OUTPUT_BUSY is retryable
+		is.Equal(r.Body.Error.Retryable, false)                         // no fault of a run is retryable
 		is.True(strings.Contains(r.Body.Error.Message, c.caught))       // the check that caught it
 		is.True(!strings.Contains(r.Raw, d.root))                       // no absolute path
 		is.True(d.outside == "" || !strings.Contains(r.Raw, d.outside)) // nor the outside's

@@ -171,7 +171,7 @@ func checkEnvelope(t *testing.T, r response) {
 		t.Fatalf("ok, status and exit %d disagree with the code: %q", r.Exit, r.Raw)
 	case code != "" && !slices.Contains(protocol.Codes(), protocol.Code(code)):
 		t.Fatalf("a code outside the closed set: %q", r.Raw)
-	case code != "" && r.Body.Error.Retryable != (code == "OUTPUT_BUSY"):
+	case code != "" && r.Body.Error.Retryable != (code == "OUTPUT_BUSY" || code == "STALE_CONTEXT"):
 		t.Fatalf("retryable disagrees with the code: %q", r.Raw)
 	case code == "INTERNAL_ERROR":
 		t.Fatalf("a panic or an encoding failure: %q", r.Raw)

@@ -160,7 +160,8 @@ func (s *Service) audit(ctx context.Context, runID string) (a *audit, done []str
 // present: the run exists and none of its three files is missing.
 func (a *audit) present() error {
 	if !a.run.Exists {
-		return protocol.Errorf(protocol.MissingResult, "there is no run %s in the output directory", a.runID)
+		return protocol.Errorf(protocol.MissingResult, "there is no run %s in the output directory: check the run ID "+
+			"(the request_id of the analyze that committed the run; each run is a directory of the output directory named by it)", a.runID)
 	}
 	for _, f := range a.run.Files {
 		if f.Name != ports.AttestationFile && errors.Is(f.Err, ports.ErrMissing) {
@@ -302,7 +303,9 @@ func (a *audit) engineUnchanged() error {
 		return engineFault()
 	}
 	if id.SHA256 != a.parsedReceipt.EngineSHA256 {
-		return protocol.Errorf(protocol.EngineChanged, "the running engine is not the one that made run %s", a.runID)
+		return protocol.Errorf(protocol.EngineChanged, "the running engine is not the one that made run %s, so it cannot vouch for it: "+
+			"verify the run with the engine that made it (the executable whose SHA256 is the receipt's engine_sha256), "+
+			"or rebuild that engine from the receipt with docs/rebuild.sh, which verifies the run with it (docs/engine.md)", a.runID)
 	}
 	return nil
 }

@@ -41,6 +41,7 @@ func documents(t *testing.T) map[string][]byte {
 	docs["error response"] = r.call(analyzeRequest("r1", digest), args...).line // a collision
 	docs["verify response"] = r.call(verifyRequest("v1", "r1"), args...).line
 	docs["refusal response"] = r.call("{", args...).line
+	docs["stale response"] = r.call(analyzeRequest("r3", strings.Repeat("0", 64)), args...).line
 	busy := r.holdLock(ws, "runs")
 	docs["busy response"] = r.call(analyzeRequest("r2", digest), args...).line
 	busy()
@@ -215,6 +216,7 @@ func TestSchemasRefuseDocumentsThatBreakThem(t *testing.T) {
 		{"error without a message", "refusal response", "response", del("error", "message")},
 		{"error retryable but not busy", "error response", "response", set(true, "error", "retryable")},
 		{"busy but not retryable", "busy response", "response", set(false, "error", "retryable")},
+		{"stale but not retryable", "stale response", "response", set(false, "error", "retryable")},
 		{"cancelled but not CANCELLED", "error response", "response", set("cancelled", "status")},
 		{"inspect answering analyze's result", "inspect response", "response", set("analyze", "tool")},
 		{"analyze without artifacts", "analyze response", "response", set(map[string]any{}, "artifacts")},

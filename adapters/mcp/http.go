@@ -145,12 +145,12 @@ func jsonBody(r *http.Request) bool {
 	return err == nil && t == "application/json"
 }
 
-// scopeOf is the scope a body's call needs (protocol §14): metricproof:run
-// for a tools/call of analyze, metricproof:read for anything else, what
-// the checker refuses included. The call's tool is read as the SDK reads
-// it.
-func scopeOf(body []byte) string {
-	if m, refusal := check(body); refusal == nil && m.method == "tools/call" && m.tool == protocol.ToolAnalyze {
+// scopeOf is the scope a message needs (protocol §14): metricproof:run
+// for a tools/call of analyze, metricproof:read for anything else. The
+// front reads the method and the tool from the body as the SDK does, and
+// refuses a body it cannot read so.
+func scopeOf(method, tool string) string {
+	if method == "tools/call" && tool == protocol.ToolAnalyze {
 		return remote.ScopeRun
 	}
 	return remote.ScopeRead

@@ -107,7 +107,7 @@ func startHTTP(t *testing.T, s httpSetup) *httpServer {
 		args = append(args, "--auth-issuer", iss.URL, "--auth-audience", resource)
 	}
 	var stdout bytes.Buffer
-	srv, code := mcp.Open(append(args, s.args...), &stdout, h.stderr, wired, "test")
+	srv, code := mcp.Open(append(args, s.args...), &stdout, h.stderr, wired, "test", readmeBuild())
 	if srv == nil {
 		t.Fatalf("open: exit %d: %s", code, h.stderr.String())
 	}

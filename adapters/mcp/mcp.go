@@ -23,8 +23,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/metricproof/metricproof/adapters/cli"
+	"github.com/metricproof/metricproof/adapters/internal/rebuild"
 	"github.com/metricproof/metricproof/adapters/remote"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/call"
@@ -44,7 +46,9 @@ server over standard input and output (JSON-RPC, one message per line), and
 the files of committed runs as resources (metricproof://runs/{run_id}/{file}).
 The options are those of the one-shot runner (tool-runner --help), all
 checked at start: a fault prints one line naming its code to standard error
-and exits 2. --list-limit N (0 to 1000, default 10) cuts each list that
+and exits 2. An engine whose runs cannot be rebuilt from their receipts
+(tool-runner version lists why) says so in one line on standard error at
+start, and serves. --list-limit N (0 to 1000, default 10) cuts each list that
 grows with the data to its first N items in a tool result; the result's
 "truncated" names the lists cut, and the run files hold them whole. The
 server runs until its input ends, or SIGINT or SIGTERM, answers the calls
@@ -85,8 +89,10 @@ type Server struct {
 // server that could answer no analyze does not start. When the command
 // ends here (an option fault, one line on stderr naming its code, or
 // --help) it returns nil and the exit status: 2 for a fault. version is
-// the module version the server announces.
-func Open(args []string, stdout, stderr io.Writer, wire app.Wire, version string) (*Server, int) {
+// the module version the server announces; settings are the engine's
+// build settings, and an engine no one can rebuild says so on stderr
+// once it is open ([EngineWarning]).
+func Open(args []string, stdout, stderr io.Writer, wire app.Wire, version string, settings map[string]string) (*Server, int) {
 	o, help, e := cli.Parse(cli.MCP, args)
 	if e != nil {
 		return nil, optionFault(stderr, e)
@@ -117,6 +123,8 @@ func Open(args []string, stdout, stderr io.Writer, wire app.Wire, version string
 			return nil, optionFault(stderr, err)
 		}
 	}
+	// Once every option passed: a fault stays its one line alone.
+	_, _ = io.WriteString(stderr, EngineWarning(settings))
 	return s, 0
 }
 
@@ -161,8 +169,8 @@ func (s *Server) Run(ctx context.Context, stdin io.Reader) int {
 }
 
 // Serve runs "tool-runner mcp": Open, Run, Close.
-func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, wire app.Wire, version string) int {
-	s, exit := Open(args, stdout, stderr, wire, version)
+func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, wire app.Wire, version string, settings map[string]string) int {
+	s, exit := Open(args, stdout, stderr, wire, version, settings)
 	if s == nil {
 		return exit
 	}
@@ -180,6 +188,25 @@ func ServeStdio(calls *call.Calls, listLimit int, version string, in io.Reader, 
 		return err
 	}
 	return serveStdio(context.WithoutCancel(stop), server, st)
+}
+
+// EngineWarning is the line "tool-runner mcp" writes on standard error at
+// start when its engine cannot be rebuilt from the receipts of its runs
+// (protocol §9.1), each reason in the order "tool-runner version" lists
+// them, with what to do; "" when nothing rules a rebuild out. An operator
+// learns it when the server starts, not when an auditor fails to rebuild
+// a run. settings are the engine's build settings.
+func EngineWarning(settings map[string]string) string {
+	blockers := rebuild.Check(settings)
+	if len(blockers) == 0 {
+		return ""
+	}
+	why := make([]string, len(blockers))
+	for i, b := range blockers {
+		why[i] = b.Why()
+	}
+	return "warning: no run this engine makes can be rebuilt from its receipt, so no auditor can check the engine that made it " +
+		"(tool-runner version lists why): " + strings.Join(why, " ") + "\n"
 }
 
 // optionFault reports a fault of the options or of their paths: one line

@@ -390,7 +390,8 @@ func TestAStopCancelsTheCallsInFlight(t *testing.T) {
 }
 
 // tools/list is byte-identical from call to call and pinned by a reviewed
-// golden file: go test ./adapters/mcp -run Golden -update, then review.
+// golden file: go test ./adapters/mcp -run 'Golden|Instructions' -update,
+// then review.
 func TestToolsListMatchesTheGoldenFile(t *testing.T) {
 	is := is.New(t)
 	w := newWorld(t)
@@ -412,6 +413,48 @@ func TestToolsListMatchesTheGoldenFile(t *testing.T) {
 		var indented bytes.Buffer
 		is.NoErr(json.Indent(&indented, first, "", "  "))
 		is.NoErr(os.MkdirAll(filepath.Dir(golden), 0o755))
+		is.NoErr(os.WriteFile(golden, append(indented.Bytes(), '\n'), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	is.NoErr(err) // a missing golden fails: run with -update and review it
+	var wantCompact bytes.Buffer
+	is.NoErr(json.Compact(&wantCompact, want))
+	is.Equal(string(first), wantCompact.String())
+}
+
+// The server's instructions (protocol §9.2) reach a model however its host
+// connects: initialize's result (pinned with the rest of the handshake by a
+// reviewed golden file) and, under the 2026-07-28 revision, which has no
+// handshake, server/discover's. They say the order of the calls, what the
+// tools never do and where the evidence is.
+func TestTheInstructionsComeWithInitializeAndDiscover(t *testing.T) {
+	is := is.New(t)
+	w := newWorld(t)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+	lines := rawSession(t, w.service("--output-dir", "runs"),
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{`+meta+`}}`,
+	)
+	var initialized, discovered struct{ Instructions string }
+	is.NoErr(json.Unmarshal(resultOf(t, lines, 1), &initialized))
+	is.NoErr(json.Unmarshal(resultOf(t, lines, 2), &discovered))
+	is.Equal(initialized.Instructions, mcp.Instructions) // on initialize
+	is.Equal(discovered.Instructions, mcp.Instructions)  // and on discover
+	order := []string{"inspect_inputs", "analyze", "verify_result"}
+	at := -1
+	for _, tool := range order {
+		i := strings.Index(mcp.Instructions, tool)
+		is.True(i > at) // the calls in their order
+		at = i
+	}
+	for _, said := range []string{"never", "metricproof://runs/{run_id}/{file}", "resources/list", "retryable", "tell the user"} {
+		is.True(strings.Contains(mcp.Instructions, said)) // what the tools never do, where the evidence is, what to do on a refusal
+	}
+	golden := filepath.Join("testdata", "golden", "initialize.json")
+	first := resultOf(t, lines, 1)
+	if *update {
+		var indented bytes.Buffer
+		is.NoErr(json.Indent(&indented, first, "", "  "))
 		is.NoErr(os.WriteFile(golden, append(indented.Bytes(), '\n'), 0o644))
 	}
 	want, err := os.ReadFile(golden)

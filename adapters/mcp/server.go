@@ -51,7 +51,8 @@ func (unwritten) caller() ledger.Caller                                { return 
 
 // NewServer is the MCP server of calls, for any of the SDK's transports:
 // the three tools, the run files as resources, capabilities "tools" and
-// "resources" (neither sends list-changed notifications). listLimit is K
+// "resources" (neither sends list-changed notifications), and the
+// instructions to the model. listLimit is K
 // of the list cut; version the module version it announces; stop cancels
 // every call in flight when it is done. A call's compute slot goes back
 // when its handler returns: the stdio server ([Server]) keeps it until the
@@ -87,6 +88,7 @@ func newServer(cfg serverConfig) (*sdk.Server, error) {
 	}
 	server := sdk.NewServer(&sdk.Implementation{Name: ServerName, Version: version}, &sdk.ServerOptions{
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Resources: &sdk.ResourceCapabilities{}},
+		Instructions: Instructions,
 		Logger:       slog.New(slog.DiscardHandler),
 	})
 	h := handlers{calls: calls, t: cfg.transport, stop: stop, conn: conn}

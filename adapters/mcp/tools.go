@@ -14,6 +14,21 @@ import (
 	"github.com/metricproof/metricproof/app/protocol"
 )
 
+// Instructions are the server's instructions to the model (protocol
+// §9.2), which the SDK sends with initialize and server/discover: the
+// order of the calls, what the tools never do, and where the evidence is.
+const Instructions = "metricproof runs one fixed, auditable calculation (synthetic-v1) over the operator's four source files " +
+	"and keeps evidence anyone can verify later. " +
+	"Call inspect_inputs first; then analyze with the source_digest it returned, unchanged, which commits a run; " +
+	"then verify_result with that run's ID, the request_id of the analyze that succeeded. " +
+	"The tools never take a path, never change or repair the sources, never overwrite evidence and never grant human approval: " +
+	"a fault of the sources is the operator's to fix, so tell the user what its message says. " +
+	"Each run's complete evidence (result.json, receipt.json, checksums.json, and attestation.json when signed) stays in " +
+	"the operator's output directory, readable as the resource metricproof://runs/{run_id}/{file}; resources/list lists the runs. " +
+	"Answers hold the first items of long lists (truncated names each list cut and its length). " +
+	"A refusal's message says what to do next; when its retryable is true you can do it yourself " +
+	"(call again later, or inspect again and pass the new digest), otherwise it needs other arguments or the user."
+
 // tool is what a tool definition says besides its schemas.
 type tool struct {
 	name, title, description string
@@ -30,14 +45,17 @@ func tools() []tool {
 			description: "Computes the fixed synthetic-v1 metrics over the operator's sources (conversion rate with a pooled denominator, " +
 				"exact revenue contributions, customer-join cardinality, release blockers) and commits them as a new run directory " +
 				"(result.json, receipt.json, checksums.json, and attestation.json when the operator signs runs). " +
-				"Needs expected_source_digest: the source_digest that inspect_inputs just returned; if the sources changed since, " +
-				"it answers STALE_CONTEXT and writes nothing, so inspect again. run_id is optional and names the run " +
-				"(else one is assigned); the response's request_id is the run ID to pass to verify_result. " +
+				"Needs expected_source_digest: the source_digest that inspect_inputs just returned; if it is not the digest of " +
+				"the sources now, it answers STALE_CONTEXT (retryable) and writes nothing: inspect again and pass the new digest. " +
+				"run_id is optional and names the run (else one is assigned). When analyze succeeds, the response's request_id " +
+				"is the ID of the run it committed, to pass to verify_result; a refusal commits no run. " +
 				"The answer holds only the first items of each list that grows with the data (truncated names each list cut " +
 				"and its full length); it links the run's files, whose complete result.json is the resource " +
 				"metricproof://runs/{run_id}/result.json. " +
-				"It never overwrites existing evidence (OUTPUT_COLLISION: choose a new run_id), never repairs a defect in the data, " +
-				"never takes a path, and never grants human approval.",
+				"It never overwrites existing evidence (OUTPUT_COLLISION: that run_id is taken by an earlier run; analyze again " +
+				"with another run_id or none, and the refusal's request_id is then this call's own), never repairs a defect in " +
+				"the data (a fault of the sources is the operator's to fix: tell the user), never takes a path, and never grants " +
+				"human approval.",
 		},
 		{
 			name:  protocol.ToolInspect,
@@ -54,7 +72,8 @@ func tools() []tool {
 			title: "Verify a committed run",
 			description: "Re-reads a run that analyze committed and checks every byte and binding: the checksum map, the receipt, " +
 				"the result, the signature of a signed run, that the sources and the engine are unchanged, and that a fresh computation " +
-				"gives the same result byte for byte. Needs run_id: the request_id of the analyze that committed the run. " +
+				"gives the same result byte for byte. Needs run_id: the request_id of the analyze that committed the run " +
+				"(resources/list lists the committed runs). " +
 				"Answers integrity \"verified\" with the checks it ran and a link to the run's result.json, or the first fault's code. " +
 				"It writes nothing.",
 			readOnly: true, idempotent: true,

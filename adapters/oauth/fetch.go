@@ -12,6 +12,32 @@ import (
 	"strings"
 )
 
+// errDowngrade is a redirect of a fetch to a URL whose scheme the issuer's
+// own URL could not have.
+var errDowngrade = errors.New("redirected to a URL that is not https")
+
+// noDowngrade is a copy of c that follows a redirect only to https (or
+// http, when allowHTTP), at most 10: a key set reached over a plain hop is
+// whatever anyone on that hop hands over, and every token signed by its
+// keys would verify. Go's client follows https to http unasked.
+func noDowngrade(c *http.Client, allowHTTP bool) *http.Client {
+	own := *c
+	next := c.CheckRedirect
+	own.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != "https" && !(allowHTTP && req.URL.Scheme == "http") {
+			return errDowngrade
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &own
+}
+
 // readKeyFile reads --auth-jwks once, bounded.
 func readKeyFile(path string) (*keySet, error) {
 	f, err := os.Open(path)
@@ -113,6 +139,9 @@ func get(ctx context.Context, c *http.Client, u string) ([]byte, int, error) {
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, 0, errors.New("timed out")
+		}
+		if errors.Is(err, errDowngrade) {
+			return nil, 0, errDowngrade
 		}
 		return nil, 0, errors.New("no answer")
 	}

@@ -155,6 +155,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: fetchTimeout}
 	}
+	cfg.Client = noDowngrade(cfg.Client, cfg.AllowHTTP)
 	v := &Verifier{cfg: cfg}
 	if cfg.JWKSFile != "" {
 		set, err := readKeyFile(cfg.JWKSFile)
@@ -254,7 +255,13 @@ func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*
 	}
 	var payload []byte
 	for _, k := range keys {
-		if p, err := jws.Verify(k.Key); err == nil {
+		p, err := jws.Verify(k.Key)
+		if errors.Is(err, jose.ErrUnsupportedCriticalHeader) {
+			// A critical extension this verifier does not know: no key
+			// can make the token one it understands (RFC 7515 §4.1.11).
+			return nil, fault(ReasonMalformed)
+		}
+		if err == nil {
 			payload = p
 			break
 		}

@@ -83,7 +83,7 @@ func TestAnAppendThatFailsAnswersWhatTheLedgerHolds(t *testing.T) {
 				}
 				return sync(f)
 			}
-		}, recorded: true}, // cut from what the disk shows, yet it may come back after a crash
+		}, recorded: true, shows: true}, // the cut undone: the record written back, as answered
 		{name: "a short write whose cut fails", inject: func(w *Workspace) {
 			w.write = func(f *os.File, b []byte) (int, error) {
 				n, _ := f.Write(b[:len(b)/2])

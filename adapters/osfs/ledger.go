@@ -204,42 +204,52 @@ func (h *heldLedger) Append(record func(last []byte) ([]byte, error)) (err error
 		}
 		// A short write leaves a torn line: cut it off, still under the
 		// lock, so the next call can build on the ledger.
-		return h.cutBack(f, fi.Size(), n == len(line), err)
+		return h.cutBack(f, fi.Size(), nil, err)
 	}
 	// A record whose fsync failed may or may not be on the disk, and the
 	// call will not answer what it holds: cut it off as well, so that the
 	// ledger never records a response that was not sent.
 	if err := h.w.sync(f); err != nil {
-		return h.cutBack(f, fi.Size(), true, err)
+		return h.cutBack(f, fi.Size(), line, err)
 	}
 	if h.dir != nil {
 		if err := h.w.sync(h.dir); err != nil {
-			return h.cutBack(f, fi.Size(), true, err)
+			return h.cutBack(f, fi.Size(), line, err)
 		}
 	}
 	return nil
 }
 
 // cutBack truncates the ledger back to size after a failed append, and
-// returns the append's error. A whole record (whole) may have reached the
-// disk before its fsync failed, so the cut is fsynced as well: else a
-// crash could bring back a record of a response that was not sent. When
-// the cut fails, or cannot be flushed, the error says what may remain:
-// ports.ErrRecordRemains for a whole record (the call must then answer
-// what it holds), ports.ErrTornRemains for a part of one.
-func (h *heldLedger) cutBack(f *os.File, size int64, whole bool, err error) error {
+// returns the append's error. A whole record (line, nil for a torn one)
+// may have reached the disk before its fsync failed, so the cut is fsynced
+// as well: else a crash could bring back a record of a response that was
+// not sent. When the cut fails, or cannot be flushed, the error says what
+// may remain: ports.ErrRecordRemains for a whole record (the call must
+// then answer what it holds), ports.ErrTornRemains for a part of one. A
+// cut made but not flushed is undone (the record written back): the call
+// answers as recorded, so the ledger holds that record now, and a crash
+// can at worst lose it.
+func (h *heldLedger) cutBack(f *os.File, size int64, line []byte, err error) error {
 	terr := h.w.truncate(f, size)
-	if terr == nil && whole {
-		terr = h.w.sync(f)
+	if terr != nil {
+		if line == nil {
+			return errors.Join(ports.ErrTornRemains, err, terr)
+		}
+		return errors.Join(ports.ErrRecordRemains, err, terr)
 	}
-	if terr == nil {
+	if line == nil {
 		return err
 	}
-	remains := ports.ErrTornRemains
-	if whole {
-		remains = ports.ErrRecordRemains
+	if serr := h.w.sync(f); serr != nil {
+		if n, werr := h.w.write(f, line); werr != nil || n != len(line) {
+			// Neither flushed nor written back whole: what the disk holds
+			// is unknown, a part of the record perhaps.
+			return errors.Join(ports.ErrTornRemains, err, serr)
+		}
+		return errors.Join(ports.ErrRecordRemains, err, serr)
 	}
-	return errors.Join(remains, err, terr)
+	return err
 }
 
 // Scan implements ports.Ledger. It holds the shared flock only to learn

@@ -2,12 +2,14 @@ package remote_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/metricproof/metricproof/adapters/oauth"
 	"github.com/metricproof/metricproof/adapters/oauth/oauthtest"
@@ -54,7 +56,15 @@ func FuzzFront(f *testing.F) {
 	f.Add("localhost", "null", "", "")
 	f.Add("[::1]:1", "https://app.example.com", "bearer  x", "{")
 	f.Add("mcp.example.com", "", "Basic dXNlcjpwYXNz", initialize)
-	codes := map[int]bool{401: true, 403: true, 404: true, 413: true}
+	for _, body := range []string{ // the framings that once ran analyze on a read token
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze"}}]`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze","Name":"inspect_inputs"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"inspect_inputs","name":"analyze"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze"},"Params":{"name":"inspect_inputs"}}`,
+	} {
+		f.Add("127.0.0.1", "", "Bearer "+read, body)
+	}
+	codes := map[int]bool{400: true, 401: true, 403: true, 404: true, 413: true}
 	f.Fuzz(func(t *testing.T, host, origin, authorization, body string) {
 		req := httptest.NewRequest(http.MethodPost, remote.PathMCP, strings.NewReader(body))
 		req.Host = host
@@ -94,8 +104,34 @@ func FuzzFront(f *testing.F) {
 		if !ok || p.Issuer != iss.URL {
 			t.Fatalf("reached without a verified token")
 		}
-		if need := scopeOf([]byte(body)); !strings.Contains(" "+strings.Join(reached.Scopes, " ")+" ", " "+need+" ") {
+		method, tool, ok := sdkReading(body)
+		if !ok {
+			t.Fatalf("a body the SDK cannot read as one message reached the handler")
+		}
+		if need := scopeOf(method, tool); !strings.Contains(" "+strings.Join(reached.Scopes, " ")+" ", " "+need+" ") {
 			t.Fatalf("reached without the scope %s", need)
 		}
 	})
+}
+
+// sdkReading is the method and tool of a body as the SDK reads it: its own
+// decoder of one JSON-RPC message, and the exact key "name" of the params
+// (the SDK matches member names case-sensitively). ok is false for a body
+// it does not read as one request.
+func sdkReading(body string) (method, tool string, ok bool) {
+	msg, err := jsonrpc.DecodeMessage([]byte(body))
+	if err != nil {
+		return "", "", false
+	}
+	req, isReq := msg.(*jsonrpc.Request)
+	if !isReq {
+		return "", "", true // a response: no call
+	}
+	if req.Method == "tools/call" {
+		var params map[string]json.RawMessage
+		if json.Unmarshal(req.Params, &params) == nil {
+			_ = json.Unmarshal(params["name"], &tool)
+		}
+	}
+	return req.Method, tool, true
 }

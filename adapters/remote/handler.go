@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/sync/semaphore"
@@ -111,8 +113,17 @@ func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	var method, tool string
+	if r.Method == http.MethodPost { // a GET or DELETE carries no message
+		method, tool, ok = oneMessage(body)
+	}
+	if !ok {
+		refuse(w, http.StatusBadRequest, "bad_body",
+			"the body is not one JSON-RPC message (a JSON object whose member names are distinct, in UTF-8): send one message per request, never a batch")
+		return
+	}
 	if a := s.opts.Auth; a != nil && a.Scope != nil {
-		if need := a.Scope(body); need != "" && !slices.Contains(ti.Scopes, need) {
+		if need := a.Scope(method, tool); need != "" && !slices.Contains(ti.Scopes, need) {
 			w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+need+`", resource_metadata="`+s.metaURL+`"`)
 			refuse(w, http.StatusForbidden, "insufficient_scope",
 				"this call needs the scope "+need+": get a token with it from the issuer")
@@ -135,6 +146,34 @@ type bodyKey struct{}
 func Body(r *http.Request) ([]byte, bool) {
 	body, ok := r.Context().Value(bodyKey{}).([]byte)
 	return body, ok
+}
+
+// oneMessage reads the method of the one JSON-RPC message body holds and,
+// for tools/call, the tool's name: what the SDK behind will run. It reads
+// them as the SDK does (member names matched case-sensitively) and refuses
+// (ok false) what the SDK might read otherwise than this reading: a batch
+// or any other value that is not one object, a member name twice at any
+// depth, invalid UTF-8 or a lone surrogate. A scope decided on a reading
+// of its own (encoding/json matches "Name" for "name", and keeps the last
+// of two) could be one of a call the SDK does not run.
+func oneMessage(body []byte) (method, tool string, ok bool) {
+	var msg struct {
+		Method string         `json:"method"`
+		Params jsontext.Value `json:"params"`
+	}
+	if jsonv2.Unmarshal(body, &msg) != nil {
+		return "", "", false
+	}
+	if msg.Method == "tools/call" {
+		var params struct {
+			Name string `json:"name"`
+		}
+		if jsonv2.Unmarshal(msg.Params, &params) != nil {
+			return "", "", false
+		}
+		tool = params.Name
+	}
+	return msg.Method, tool, true
 }
 
 // withToken wraps the MCP handler in the SDK's bearer middleware, given

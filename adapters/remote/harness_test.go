@@ -94,14 +94,8 @@ func (t *toy) handler() http.Handler {
 
 // scopeOf is the tests' own scope function: analyze needs run, anything
 // else read.
-func scopeOf(body []byte) string {
-	var m struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" && m.Params.Name == "analyze" {
+func scopeOf(method, tool string) string {
+	if method == "tools/call" && tool == "analyze" {
 		return remote.ScopeRun
 	}
 	return remote.ScopeRead

@@ -7,9 +7,10 @@
 // turns CORS on and answers preflights), the bound on open requests (503
 // past it; health probes are not counted), then its path. /healthz and
 // /readyz need no token. /mcp with authorization: the bearer token (401),
-// the body read once and bounded (413), the scope the body's call needs
-// (403), and the verified token handed to the SDK, which gives it to the
-// tool handler as RequestExtra.TokenInfo. The metadata document of RFC 9728
+// the body read once and bounded (413), one JSON-RPC message read as the
+// SDK reads it (400), the scope its call needs (403), and the verified
+// token handed to the SDK, which gives it to the tool handler as
+// RequestExtra.TokenInfo. The metadata document of RFC 9728
 // is served at /.well-known/oauth-protected-resource/mcp. A refused request
 // never reaches the MCP handler: nothing runs, nothing is written.
 //
@@ -112,11 +113,12 @@ type Auth struct {
 	// wrapping auth.ErrInvalidToken is 401; any other is 401 too, never
 	// passed on.
 	Verify auth.TokenVerifier
-	// Scope names the scope the JSON-RPC body of a request needs (given the
-	// body's bytes, read once and bounded); "" needs none beyond a valid
-	// token; a nil Scope needs none for any call. It must not keep or
-	// change the bytes.
-	Scope func(body []byte) string
+	// Scope names the scope a request's JSON-RPC message needs, given its
+	// method and, for tools/call, the tool's name, as the front read them
+	// from the body the way the SDK will (a body it cannot read so, a batch
+	// included, is refused before); "" needs none beyond a valid token; a
+	// nil Scope needs none for any call.
+	Scope func(method, tool string) string
 }
 
 // Options configure the front.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,22 +13,16 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/oauth"
 	"github.com/metricproof/metricproof/adapters/remote"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // The official TypeScript clients, the SDK v1 (Streamable HTTP) and the v2
 // client pinned to 2026-07-28, each connect with a bearer token, list the
 // tools, call two, and are refused without a token. It needs node and the
 // clients installed: npm ci --prefix adapters/remote/testdata/tsclient
-// (skipped otherwise, saying so).
+// (skipped otherwise, saying so; .ci/run installs them and requires it).
 func TestTheTypeScriptClients(t *testing.T) {
-	dir := filepath.Join("testdata", "tsclient")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node: the TypeScript clients were not run")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client")); err != nil {
-		t.Skip("the TypeScript clients are not installed: npm ci --prefix adapters/remote/testdata/tsclient")
-	}
+	node, dir := testutil.TSClients(t)
 	for _, which := range []string{"v1", "v2"} {
 		t.Run(which, func(t *testing.T) {
 			is := is.New(t)

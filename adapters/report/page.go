@@ -99,7 +99,14 @@ func newPage(r app.Review, running map[string]string) page {
 		if r.Fault.Code == protocol.LedgerTampered && r.FaultLine > 0 {
 			where = fmt.Sprintf(" at ledger line %d", r.FaultLine)
 		}
-		p.Verdict = []span{txt("Run "), code(r.RunID), txt(": do not rely on this run — "), code(string(r.Fault.Code)), txt(where + ": " + r.Fault.Message)}
+		message := r.Fault.Message
+		if r.Fault.Code == protocol.EngineChanged {
+			// The page says what to do in a paragraph of its own
+			// (engineChanged), in a reviewer's terms: the verdict keeps
+			// the fact.
+			message = "the running engine is not the one that made run " + r.RunID
+		}
+		p.Verdict = []span{txt("Run "), code(r.RunID), txt(": do not rely on this run — "), code(string(r.Fault.Code)), txt(where + ": " + message)}
 	}
 	for _, s := range p.Verdict {
 		p.Title += s.Text

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -160,8 +161,23 @@ func (w *writer) Stage(files []ports.File) error {
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	// The first failure, alone: the others are most often the same one,
+	// and a joined error's text runs over several lines.
+	if i := slices.IndexFunc(errs, func(err error) bool { return err != nil }); i >= 0 {
+		err := errs[i]
+		if errors.Is(err, ports.ErrExists) {
+			// A key unique to this attempt cannot be taken: the store
+			// answered as no store may, and the run ID is not in question.
+			return errors.New("the store refused to create a file of this attempt as if it existed (its key is new): it does not keep conditional writes as S3 does")
+		}
 		return err
+	}
+	// Before anything can commit: a store that overwrites is no store for
+	// evidence.
+	if len(files) > 0 {
+		if err := w.s.keepsCondition(context.Background(), w.dir+AttemptPrefix+attempt+"/"+files[0].Name, files[0].Data); err != nil {
+			return err
+		}
 	}
 	w.attempt, w.files = attempt, staged
 	return nil
@@ -243,9 +259,10 @@ func (s *Store) ReadRun(dir, runID string, names []string, limitBytes int64) (po
 }
 
 // ListRuns implements ports.EvidenceStore: the objects directly in dir
-// that are commits listing a result file, each with that file's size from
-// its commit. Every commit is read (at most listConcurrency at once) the
-// first time this Store lists it, and remembered: a commit never changes.
+// whose names a run ID can take and that are commits listing a result
+// file, each with that file's size from its commit. Every commit is read
+// (at most listConcurrency at once) the first time this Store lists it,
+// and remembered: a commit never changes.
 func (s *Store) ListRuns(dir string) ([]ports.ListedRun, error) {
 	key, err := s.dirKey(dir)
 	if err != nil {
@@ -254,7 +271,10 @@ func (s *Store) ListRuns(dir string) ([]ports.ListedRun, error) {
 	ctx := context.Background()
 	var names []string
 	err = s.list(ctx, key, "", 1000, func(name string, size int64) bool {
-		if size <= maxCommitBytes {
+		// Only a name a run ID can take may be a run: the others (a
+		// ledger's records kept here, notes) are never read, else each
+		// listing would read them all again.
+		if size <= maxCommitBytes && domain.ValidID(name) {
 			names = append(names, name)
 		}
 		return true

@@ -227,6 +227,15 @@ func (h *held) Append(record func(last []byte) ([]byte, error)) error {
 			if last, err = h.l.s.line(ctx, h.l.dir, seq); err != nil {
 				return err
 			}
+			// Before any record is created: on a store that overwrites,
+			// two appenders of one seq would both be told theirs landed.
+			// The head, whole, is what the store holds at its key (an
+			// empty or cut one is not, and is not asked with).
+			if len(last) > 0 && len(last) < maxLineBytes {
+				if err := h.l.s.keepsCondition(ctx, recordKey(h.l.dir, seq), last); err != nil {
+					return err
+				}
+			}
 		}
 		data, rerr := record(last)
 		if rerr != nil {

@@ -1,9 +1,15 @@
 package s3store_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -164,4 +170,108 @@ func record(id string) ledger.Record {
 		ResponseSHA256: digest,
 		EngineSHA256:   digest,
 	}
+}
+
+// A record whose first try is held on the way (a slow hop) and reaches the
+// store only after its writer gave up on that try and others appended:
+// the late write meets a seq that is taken and changes nothing, so no
+// record is lost, doubled or forked, whatever the writer was told.
+func TestARecordThatArrivesLateNeverForksTheChain(t *testing.T) {
+	is := is.New(t)
+	srv := serve(t, "late")
+	rules := ledger.Rules{Transports: []string{"stdio", "mcp"}}
+	appendRec := func(store *s3store.Store, id string) error {
+		held, err := store.Lock(context.Background(), "ledger", 30*time.Second)
+		if err != nil {
+			return err
+		}
+		defer held.Release()
+		return held.Append(func(last []byte) ([]byte, error) {
+			rec := record(id)
+			if err := rules.Link(&rec, last); err != nil {
+				return nil, err
+			}
+			return ledger.Encode(rec)
+		})
+	}
+	direct := open(t, "s3://late/p")
+	is.NoErr(appendRec(direct, "first"))
+
+	release := make(chan struct{})
+	landed := make(chan struct{})
+	var once sync.Once
+	target := srv.Endpoint
+	hold := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		held := false
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/00000000000000000002.json") {
+			once.Do(func() { held = true })
+		}
+		if !held {
+			proxyTo(t, target, w, r)
+			return
+		}
+		// The first PUT: say nothing to the writer, and pass it on only
+		// when released, long after the writer's try ran out.
+		body, _ := io.ReadAll(r.Body)
+		go func() {
+			<-release
+			req, _ := http.NewRequest(r.Method, target+r.URL.RequestURI(), bytes.NewReader(body))
+			req.Header = r.Header.Clone()
+			req.Host = r.Host
+			req.ContentLength = int64(len(body))
+			if res, err := http.DefaultTransport.RoundTrip(req); err == nil {
+				t.Logf("the late write was answered %d", res.StatusCode)
+				res.Body.Close()
+			}
+			close(landed)
+		}()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(hold.Close)
+	t.Setenv("AWS_ENDPOINT_URL_S3", hold.URL)
+	slow := open(t, "s3://late/p")
+	s3store.SetTimeout(slow, 300*time.Millisecond)
+
+	outcome := map[string]error{}
+	outcome["slow"] = appendRec(slow, "slow") // its first try of seq 2 is held; a retry lands
+	for i := range 5 {
+		id := fmt.Sprintf("after-%d", i)
+		outcome[id] = appendRec(direct, id)
+	}
+	close(release)
+	<-landed
+	is.NoErr(appendRec(direct, "last")) // the ledger takes records after the late write
+	outcome["last"] = nil
+
+	chain := rules.Chain()
+	seen := map[string]int{}
+	is.NoErr(open(t, "s3://late/p").ScanLedger(context.Background(), "ledger", func(line []byte) error {
+		r, err := chain.Add(line)
+		if err == nil {
+			seen[*r.RequestID]++
+		}
+		return err
+	}))
+	for id, err := range outcome {
+		switch {
+		case err == nil:
+			is.Equal(seen[id], 1) // a record said to land is there once
+		case errors.Is(err, ports.ErrRecordRemains):
+			is.True(seen[id] <= 1) // a record that may remain is there at most once
+		default:
+			is.Equal(seen[id], 0) // a record said not to land is not there
+		}
+	}
+	is.Equal(chain.Records, int64(len(seen))) // nothing else, nothing twice
+	t.Logf("outcomes %v; records %v", outcome, seen)
+}
+
+// proxyTo hands r to the server at target and its answer back.
+func proxyTo(t *testing.T, target string, w http.ResponseWriter, r *http.Request) {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
 }

@@ -41,6 +41,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -77,6 +78,10 @@ type Store struct {
 	// included); a write whose request ran out is read back before it is
 	// called failed.
 	timeout time.Duration
+
+	// kept: the store was seen to refuse a create of a key that exists,
+	// so it keeps If-None-Match (see keepsCondition).
+	kept atomic.Bool
 
 	mu    sync.Mutex
 	heads map[string]uint64          // the highest seq seen of each ledger, by its key prefix
@@ -344,6 +349,30 @@ func (s *Store) put(ctx context.Context, key string, data []byte) error {
 	return err
 }
 
+// keepsCondition asks the store, once, whether it keeps If-None-Match, by
+// creating key, which holds data and was made by this Store, once more:
+// a store that keeps the condition refuses (412), and one that does not
+// overwrites it with the same bytes, and then no write is safe
+// (ports.ErrNoReplaceUnsupported). S3-compatible servers took the header
+// and ignored it before AWS brought conditional writes, and some still do:
+// on one of them two servers committing one run ID were each told they
+// had, the second's commit over the first's, and two appenders of one seq
+// each had a record that only one kept.
+func (s *Store) keepsCondition(ctx context.Context, key string, data []byte) error {
+	if s.kept.Load() {
+		return nil
+	}
+	err := s.put(ctx, key, data)
+	switch {
+	case status(err) == 412:
+		s.kept.Store(true)
+		return nil
+	case err == nil:
+		return fmt.Errorf("%w: the store overwrote an object that a write with If-None-Match: * must leave alone; it cannot keep evidence that is never replaced", ports.ErrNoReplaceUnsupported)
+	}
+	return classify(err)
+}
+
 // ours tells, after a refusal because key exists that followed a try
 // whose answer was lost, whether what is there is data (that try's
 // write): nil, or ports.ErrExists.
@@ -384,13 +413,24 @@ func status(err error) int {
 }
 
 // code is the store's error code ("NoSuchKey", "AccessDenied", …), "" when
-// it gave none.
+// it gave none, or gave text that is no code: a code is shown in messages,
+// and a store (or what answers in its place) may put anything there, the
+// endpoint, a key or a line break included.
 func code(err error) string {
 	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
+	if !errors.As(err, &ae) {
+		return ""
 	}
-	return ""
+	c := ae.ErrorCode()
+	if len(c) > 64 {
+		return ""
+	}
+	for i := 0; i < len(c); i++ {
+		if b := c[i]; !(b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '.') {
+			return ""
+		}
+	}
+	return c
 }
 
 // notSent reports a failure that happened before any byte of the request
@@ -424,12 +464,23 @@ func classify(err error) error {
 		return ports.ErrNoReplaceUnsupported // no conditional writes: no write is safe
 	case st >= 500, st == 429, c == "SlowDown", c == "RequestTimeout":
 		return unavailable(err)
+	case c == "" && broken(err):
+		// A status came, and the error document after it did not: the
+		// answer is unread, not a refusal of the store's.
+		return unavailable(err)
 	case st != 0:
 		return fmt.Errorf("the store refused the request (%s)", codeOr(c, st))
 	case errors.Is(err, context.Canceled):
 		return context.Canceled
 	}
 	return unavailable(err)
+}
+
+// broken reports a failure of the connection or of the time allowed,
+// rather than an answer.
+func broken(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &netErr)
 }
 
 func codeOr(c string, st int) string {
@@ -446,10 +497,10 @@ func unavailable(err error) error {
 	switch {
 	case err == nil:
 		return ports.ErrUnavailable
-	case status(err) != 0:
-		why = codeOr(code(err), status(err))
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		why = "no answer in time"
+	case status(err) != 0:
+		why = codeOr(code(err), status(err))
 	case notSent(err):
 		why = "no connection"
 	default:

@@ -254,7 +254,11 @@ func (c *Calls) decide(ctx context.Context, p *Place, r request, hold *app.Ledge
 	if call, err = r.decode(call); err != nil {
 		return refused(call, r.cut, err), true
 	}
-	return c.run(ctx, p, call, r.cut, hold), true
+	o = c.run(ctx, p, call, r.cut, hold)
+	if r.tool != "" {
+		o = forModel(o, c.newCallID)
+	}
+	return o, true
 }
 
 // run runs a call that passed every request check, once it has its turn.

@@ -69,20 +69,29 @@ func (c Code) Status() string {
 type Error struct {
 	Code    Code
 	Message string
-	// Retryable reports whether the call may succeed if repeated
-	// unchanged. [Errorf] sets it for OUTPUT_BUSY (once the other writer is
-	// done); a failure that knows better sets it itself (a store that could
-	// not be reached is IO_OR_NUMERIC_ERROR and retryable, a full disk is
-	// not).
+	// Retryable reports whether the caller can make the call succeed by
+	// itself, doing what the message says and nothing the operator must
+	// do: the same call later, or (STALE_CONTEXT) the same call with the
+	// digest a new inspection returns. [Errorf] sets it for the codes that
+	// always are ([Code.Retryable]); a failure that knows better sets it
+	// itself (a store that could not be reached is IO_OR_NUMERIC_ERROR and
+	// retryable, a full disk is not).
 	Retryable bool
 }
+
+// Retryable reports whether every failure of code c is retryable:
+// OUTPUT_BUSY (once the other writer is done) and STALE_CONTEXT (inspect
+// again and pass the new digest). The state they are about moves on by
+// itself or by a new read; every other code needs a different call or
+// the operator.
+func (c Code) Retryable() bool { return c == OutputBusy || c == StaleContext }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
 // Errorf is a failure with code and a message made as fmt.Sprintf makes
-// it; retryable when code is OUTPUT_BUSY.
+// it, retryable when its code always is ([Code.Retryable]).
 func Errorf(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Retryable: code == OutputBusy}
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Retryable: code.Retryable()}
 }
 
 // ErrorOf is the protocol's failure in err's chain, or INTERNAL_ERROR for

@@ -108,14 +108,14 @@ func TestDecodeMCPArguments(t *testing.T) {
 	}
 }
 
-// Only CANCELLED has its own status, and only OUTPUT_BUSY is retryable
-// unless the failure says otherwise.
+// Only CANCELLED has its own status, and only OUTPUT_BUSY and STALE_CONTEXT
+// are retryable unless the failure says otherwise.
 func TestCodesStatusAndRetry(t *testing.T) {
 	is := is.New(t)
 	is.Equal(len(protocol.Codes()), 28)
 	for _, c := range protocol.Codes() {
 		is.Equal(c.Status() == "cancelled", c == protocol.Cancelled)
-		is.Equal(protocol.Errorf(c, "x").Retryable, c == protocol.OutputBusy)
+		is.Equal(protocol.Errorf(c, "x").Retryable, c == protocol.OutputBusy || c == protocol.StaleContext)
 	}
 }
 

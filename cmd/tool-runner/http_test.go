@@ -65,6 +65,9 @@ func startHTTPProcess(t *testing.T, ws string, iss *oauthtest.Issuer, env []stri
 	p := &httpProcess{cmd: cmd, done: make(chan error, 1), rest: &bytes.Buffer{}}
 	lines := bufio.NewReader(stderr)
 	first, err := lines.ReadString('\n')
+	if strings.HasPrefix(first, "warning: ") { // an engine no one can rebuild says so first (protocol §9.1)
+		first, err = lines.ReadString('\n')
+	}
 	var l struct {
 		Listening string `json:"listening"`
 	}

@@ -83,7 +83,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	switch args[0] {
 	case "mcp":
 		f := newConfiner(wire.Tools)
-		c, exit := mcp.Open(args[1:], stdout, stderr, f.Wire(disk), moduleVersion())
+		c, exit := mcp.Open(args[1:], stdout, stderr, f.Wire(disk), moduleVersion(), engine.Settings())
 		if c != nil {
 			// Over HTTP: its own port, and the issuer's key set's.
 			if bind, connect := c.Network(); len(bind)+len(connect) > 0 {

@@ -55,7 +55,7 @@ func TestSharedRequestsAnswerTheirCode(t *testing.T) {
 			is.Equal(o.resp["ok"], false)
 			is.Equal(o.resp["status"], "error")
 			is.Equal(o.resp["result"], nil)
-			is.Equal(o.resp["error"].(map[string]any)["retryable"], false)
+			is.Equal(o.resp["error"].(map[string]any)["retryable"], tt.Code == "STALE_CONTEXT") // inspect again; the rest need another call or the operator
 		})
 	}
 }

@@ -132,9 +132,10 @@ func headOf(t *testing.T, root string) string {
 // repository's HEAD built with README's command on a machine whose Go sets
 // GOFLAGS=-buildvcs=false (the flag on the command line wins) names its
 // revision and is rebuildable; a run it makes is rebuilt from its receipt
-// and verified by the recipe. An engine built without a revision says so
-// in its version line, and the recipe stops on its run's receipt with its
-// message, exit 2, building nothing.
+// and verified by the recipe, and its mcp server says nothing on stderr.
+// An engine built without a revision says so in its version line and in
+// one line on stderr at mcp start, and the recipe stops on its run's
+// receipt with its message, exit 2, building nothing.
 func TestTheAuditorsRecipeRebuildsAndVerifiesARun(t *testing.T) {
 	testutil.SkipUnlessLong(t)
 	if testing.Short() {
@@ -162,6 +163,7 @@ func TestTheAuditorsRecipeRebuildsAndVerifiesARun(t *testing.T) {
 	is.Equal(v["rebuild_blockers"], []any{}) // with nothing against it
 
 	ws := fixture(t)
+	is.Equal(mcpStartStderr(t, exe, ws), "") // a healthy session of a rebuildable engine says nothing on stderr
 	run := func(exe, id string) string {
 		o := callWith(t, exe, ws, inspectRequest("i-"+id), "--workspace", ws)
 		is.Equal(o.exit, 0)
@@ -201,11 +203,32 @@ func TestTheAuditorsRecipeRebuildsAndVerifiesARun(t *testing.T) {
 	is.Equal(v["vcs_revision"], nil)
 	is.Equal(v["rebuildable"], false)
 	is.Equal(v["rebuild_blockers"], []any{"no_vcs_revision"})
+	warning := mcpStartStderr(t, unstamped, ws)
+	is.Equal(strings.Count(warning, "\n"), 1)                                                                // one line at mcp start
+	is.True(strings.HasPrefix(warning, "warning: no run this engine makes can be rebuilt from its receipt")) // says so
+	is.True(strings.Contains(warning, "-buildvcs=true"))                                                     // and what to do
 	exit, stdout, stderr = recipe(run(unstamped, "unstamped-001"))
 	is.Equal(exit, 2)
 	is.Equal(stdout, "")
 	is.True(strings.HasPrefix(stderr, "rebuild.sh: the receipt names no VCS revision")) // its message, first
 	is.True(!strings.Contains(stderr, "cloning"))                                       // and nothing tried
+}
+
+// mcpStartStderr starts "exe mcp" on the workspace ws with its input
+// closed, a session that ends at once, and returns what it wrote on
+// stderr; the server must exit 0.
+func mcpStartStderr(t *testing.T, exe, ws string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(exe, "mcp", "--workspace", ws, "--output-dir", "runs")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s mcp: %v\n%s", exe, err, stderr.Bytes())
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("an mcp session with no input wrote %q", stdout.Bytes())
+	}
+	return stderr.String()
 }
 
 // Two clones of this commit at different paths, built with README's

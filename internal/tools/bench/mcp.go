@@ -15,6 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/metricproof/metricproof/adapters/mcp"
 	"github.com/metricproof/metricproof/adapters/osfs"
 	"github.com/metricproof/metricproof/domain"
 )
@@ -150,9 +151,34 @@ func (b *bench) measureMCP(rows, runs int) (mcpSize, error) {
 		return mcpSize{}, err
 	}
 	if stderr.Len() > 0 {
-		return mcpSize{}, fmt.Errorf("the server wrote to stderr: %.300s", stderr.Bytes())
+		warning, err := b.startWarning()
+		if err != nil {
+			return mcpSize{}, err
+		}
+		if stderr.String() != warning {
+			return mcpSize{}, fmt.Errorf("the server wrote to stderr: %.300s", stderr.Bytes())
+		}
 	}
 	return out, nil
+}
+
+// startWarning is the one line the measured runner writes on stderr at
+// mcp start when it cannot be rebuilt (protocol §9.1), from the build
+// settings its version line lists: a runner built from a git worktree or
+// a modified checkout says so, and is measured all the same. A runner of
+// an earlier revision says nothing, which is fine too.
+func (b *bench) startWarning() (string, error) {
+	line, err := exec.Command(b.runner, "version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s version: %w", b.runner, err)
+	}
+	var v struct {
+		Settings map[string]string `json:"settings"`
+	}
+	if err := json.Unmarshal(line, &v); err != nil {
+		return "", fmt.Errorf("%s version: %w", b.runner, err)
+	}
+	return mcp.EngineWarning(v.Settings), nil
 }
 
 // floorOnce reads the four sources through the port every call reads them
