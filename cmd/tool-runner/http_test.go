@@ -257,16 +257,9 @@ func TestTwoHTTPServersBehindARoundRobinShareOneLedger(t *testing.T) {
 // and the run's result.json read as a resource, byte for byte; each call
 // is recorded with the token's principal. It needs node and the clients
 // installed: npm ci --prefix adapters/remote/testdata/tsclient (skipped
-// otherwise, saying so).
+// otherwise, saying so; .ci/run installs them and requires it).
 func TestTheTypeScriptClientsRunAFlowOverHTTP(t *testing.T) {
-	dir := filepath.Join(testutil.Root(t), "adapters", "remote", "testdata", "tsclient")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node: the TypeScript clients were not run")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client")); err != nil {
-		t.Skip("the TypeScript clients are not installed: npm ci --prefix adapters/remote/testdata/tsclient")
-	}
+	node, dir := testutil.TSClients(t)
 	for _, which := range []string{"v1", "v2"} {
 		t.Run(which, func(t *testing.T) {
 			is := is.New(t)
