@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -190,7 +191,8 @@ func (rr *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // one, analyze on the other, verify on the first, and the run read back
 // through either, for each revision. Every call is in the ledger, each
 // process appending under the ledger's lock, in one chain that
-// "tool-runner ledger" accepts.
+// "tool-runner ledger" accepts. Both run confined (protocol §16; no_new_privs
+// shows it) and are ready.
 func TestTwoHTTPServersBehindARoundRobinShareOneLedger(t *testing.T) {
 	is := is.New(t)
 	ws := fixture(t)
@@ -244,6 +246,16 @@ func TestTwoHTTPServersBehindARoundRobinShareOneLedger(t *testing.T) {
 	}
 	flow := []string{"inspect_inputs", "analyze", "verify_result"}
 	is.Equal(tools, append(flow, flow...)) // every call, once, in order
+
+	for _, p := range []*httpProcess{a, b} { // ready, confined: the workspace, runs and ledger reachable
+		res, err := http.Get(p.url.Scheme + "://" + p.url.Host + "/readyz")
+		is.NoErr(err)
+		res.Body.Close()
+		is.Equal(res.StatusCode, http.StatusOK)
+		status, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/status")
+		is.NoErr(err)
+		is.True(strings.Contains(string(status), "NoNewPrivs:\t1")) // it confined itself (protocol §16.4)
+	}
 
 	check := exec.Command(runnerPath(t), "ledger", "--workspace", ws, "--ledger", "calls.jsonl")
 	out, err := check.CombinedOutput()
