@@ -27,7 +27,9 @@ const ledgerWaitSeconds = 10
 const ledgerWaitMinutes = ledgerWaitSeconds * ports.MaxLockWaitPeriods / 60
 
 // records are the rules of this engine's ledger records.
-func records() ledger.Rules { return ledger.Rules{Transports: ledger.Transports()} }
+func records() ledger.Rules {
+	return ledger.Rules{Transports: ledger.Transports(), Callers: ledger.Callers()}
+}
 
 // stuckHolder says why a wait for the ledger's lock gave up: a period with
 // no record means that whoever holds the lock keeps it without recording,
@@ -180,9 +182,9 @@ func (s *Service) Record(hold *LedgerHold, record func() ledger.Record) error {
 		return nil
 	}
 	rec := record()
-	if !slices.Contains(ledger.Transports(), rec.Transport) {
+	if !slices.Contains(ledger.Transports(), rec.Transport) || rec.Principal.Named != slices.Contains(ledger.Callers(), rec.Transport) {
 		// The chain check would refuse the record: a transport's bug.
-		return protocol.Errorf(protocol.InternalError, "the call's transport has no name a record may take, so the call was not recorded")
+		return protocol.Errorf(protocol.InternalError, "the call's transport has no name a record may take, or names its caller where a record may not, so the call was not recorded")
 	}
 	engine, err := s.p.Engine.Identity()
 	if err != nil {
@@ -194,7 +196,16 @@ func (s *Service) Record(hold *LedgerHold, record func() ledger.Record) error {
 			return nil, protocol.Errorf(protocol.IOOrNumericError, "the ledger's last record was damaged while this call ran (%v), so the call was not recorded: inspect the ledger with tool-runner ledger", err)
 		}
 		rec.Time = s.p.Clock.Now().UTC().Format(time.RFC3339Nano)
-		return ledger.Encode(rec)
+		encoded, err := ledger.Encode(rec)
+		if err != nil {
+			return nil, err
+		}
+		// The ledger never holds a line its own check refuses: the next
+		// call's pre-check would answer LEDGER_TAMPERED to every call.
+		if _, err := records().Parse(encoded); err != nil {
+			return nil, protocol.Errorf(protocol.InternalError, "the call's record would not be a well-formed record (%v), so the call was not recorded", err)
+		}
+		return encoded, nil
 	}
 	if hold.held == nil {
 		// The record is the call's outcome, already decided: it waits its

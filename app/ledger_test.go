@@ -20,6 +20,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/call"
+	"github.com/metricproof/metricproof/app/ledger"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
@@ -446,21 +447,44 @@ func (m *memWorkspace) pending(dir string) []string {
 	return names
 }
 
-// A record is only ever appended with a transport the chain check accepts:
-// a transport whose name a record may not take (a transport's bug) gets
-// INTERNAL_ERROR for its call, which says the call was not recorded, and
-// the ledger gains nothing.
-func TestACallByATransportARecordCannotNameIsNotRecorded(t *testing.T) {
-	is := is.New(t)
-	m := newMem(t, testutil.Fixture(t))
-	svc, err := app.Open(app.Options{Workspace: wsRoot, Ledger: "ledger.jsonl"}, m.wire)
-	is.NoErr(err)
-	defer svc.Close()
-	a := call.New(svc).Tool(context.Background(), call.Transport{Name: "pigeon"}, nil, protocol.ToolInspect, nil)
-	a.Done()
-	is.Equal(a.Code, protocol.InternalError)
-	is.True(strings.Contains(string(a.JSON), "the call was not recorded; the call's own outcome was success"))
-	is.True(!m.exists("ledger.jsonl"))
+// A record is only ever appended when the chain check accepts it: a
+// transport whose name a record may not take, a caller named where the
+// transport knows none (or none where it does), or a principal past its
+// bounds (a transport's bug) gets INTERNAL_ERROR for its call, which says
+// the call was not recorded, and the ledger gains nothing; so the next
+// call is not refused as LEDGER_TAMPERED.
+func TestACallARecordCannotHoldIsNotRecorded(t *testing.T) {
+	alice := ledger.Principal{Issuer: "https://id.example.com", Subject: "alice"}
+	tests := []struct {
+		name string
+		t    call.Transport
+	}{
+		{"an unknown transport", call.Transport{Name: "pigeon"}},
+		{"http naming no caller", call.Transport{Name: "http"}},
+		{"mcp naming a caller", call.Transport{Name: "mcp", Caller: ledger.Named(alice)}},
+		{"stdio naming an anonymous caller", call.Transport{Name: "stdio", Caller: ledger.Anonymous()}},
+		{"a subject past its bound", call.Transport{Name: "http", Caller: ledger.Named(ledger.Principal{Issuer: alice.Issuer, Subject: strings.Repeat("s", ledger.MaxSubjectBytes+1)})}},
+		{"a principal without an issuer", call.Transport{Name: "http", Caller: ledger.Named(ledger.Principal{Subject: "alice"})}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			m := newMem(t, testutil.Fixture(t))
+			svc, err := app.Open(app.Options{Workspace: wsRoot, Ledger: "ledger.jsonl"}, m.wire)
+			is.NoErr(err)
+			defer svc.Close()
+			calls := call.New(svc)
+			a := calls.Tool(context.Background(), tt.t, nil, protocol.ToolInspect, nil)
+			a.Done()
+			is.Equal(a.Code, protocol.InternalError)
+			is.True(strings.Contains(string(a.JSON), "the call was not recorded; the call's own outcome was success"))
+			is.True(!m.exists("ledger.jsonl"))
+			a = calls.Tool(context.Background(), call.Transport{Name: "http", Caller: ledger.Named(alice)}, nil, protocol.ToolInspect, nil)
+			a.Done()
+			is.Equal(a.Code, protocol.Code("")) // the next call runs, and is recorded
+			is.Equal(len(m.memLedger("ledger.jsonl")), 1)
+		})
+	}
 }
 
 // A directory on the ledger's path swapped for a symlink between the

@@ -1,8 +1,9 @@
 // Package cli parses tool-runner's command line (protocol §1, §9, §11,
-// §13): the options of the one-shot call, of "tool-runner mcp", of
-// "tool-runner ledger" and of "tool-runner report", into the use cases'
-// [app.Options] and the few options that are a command's own (the MCP
-// server's list limit, the report's run and format). Every command parses
+// §13, §14): the options of the one-shot call, of "tool-runner mcp" (over
+// stdio or HTTP), of "tool-runner ledger" and of "tool-runner report",
+// into the use cases' [app.Options] and the few options that are a
+// command's own (the MCP server's list limit and HTTP options, the
+// report's run and format). Every command parses
 // with it, so one rule holds for all; tests that open a service as a
 // command would parse with it too.
 //
@@ -47,6 +48,81 @@ type Options struct {
 	// report"; Format is FormatMarkdown unless --format is given.
 	RunID  string
 	Format string
+	// HTTP are the options of "tool-runner mcp --http" (protocol §14);
+	// HTTP.Addr is empty for the server over stdio.
+	HTTP HTTP
+}
+
+// HTTP are the options of the MCP server over HTTP, as given: the address
+// and the listed names are checked where they are used (adapters/remote),
+// the files read there and by the token verifier.
+type HTTP struct {
+	// Addr is --http, host:port.
+	Addr string
+	// AuthIssuer, AuthAudience and AuthJWKS are --auth-issuer,
+	// --auth-audience and --auth-jwks: whose tokens are accepted, the URL
+	// they must name as their audience, and the issuer's key set as a file
+	// (else fetched from the issuer's metadata).
+	AuthIssuer, AuthAudience, AuthJWKS string
+	// AllowedHosts and AllowedOrigins are each --allowed-host and
+	// --allowed-origin, in order: the options that may be repeated.
+	AllowedHosts, AllowedOrigins []string
+	// TLSCert and TLSKey are --tls-cert and --tls-key.
+	TLSCert, TLSKey string
+}
+
+// option is where an option of the HTTP server goes, and whether it
+// may be repeated; nil for any other option.
+func (h *HTTP) option(name string) (dst *string, repeated bool) {
+	switch name {
+	case "--http":
+		return &h.Addr, false
+	case "--auth-issuer":
+		return &h.AuthIssuer, false
+	case "--auth-audience":
+		return &h.AuthAudience, false
+	case "--auth-jwks":
+		return &h.AuthJWKS, false
+	case "--tls-cert":
+		return &h.TLSCert, false
+	case "--tls-key":
+		return &h.TLSKey, false
+	case "--allowed-host":
+		h.AllowedHosts = append(h.AllowedHosts, "")
+		return &h.AllowedHosts[len(h.AllowedHosts)-1], true
+	case "--allowed-origin":
+		h.AllowedOrigins = append(h.AllowedOrigins, "")
+		return &h.AllowedOrigins[len(h.AllowedOrigins)-1], true
+	}
+	return nil, false
+}
+
+// fault checks the options of the HTTP server against one another: each
+// needs --http, and the issuer and audience, and the certificate and key,
+// go in pairs.
+func (h HTTP) fault() *protocol.Error {
+	given := []struct {
+		name string
+		set  bool
+	}{
+		{"--auth-issuer", h.AuthIssuer != ""}, {"--auth-audience", h.AuthAudience != ""}, {"--auth-jwks", h.AuthJWKS != ""},
+		{"--allowed-host", len(h.AllowedHosts) > 0}, {"--allowed-origin", len(h.AllowedOrigins) > 0},
+		{"--tls-cert", h.TLSCert != ""}, {"--tls-key", h.TLSKey != ""},
+	}
+	for _, g := range given {
+		if g.set && h.Addr == "" {
+			return protocol.Errorf(protocol.InvalidOptions, "%s is an option of the server over HTTP: give --http HOST:PORT too, or leave it out", g.name)
+		}
+	}
+	switch {
+	case (h.AuthIssuer == "") != (h.AuthAudience == ""):
+		return protocol.Errorf(protocol.InvalidOptions, "--auth-issuer and --auth-audience go together: the issuer whose tokens are accepted, and this server's URL that they must name as their audience")
+	case h.AuthJWKS != "" && h.AuthIssuer == "":
+		return protocol.Errorf(protocol.InvalidOptions, "--auth-jwks needs --auth-issuer and --auth-audience: it is the key set of that issuer")
+	case (h.TLSCert == "") != (h.TLSKey == ""):
+		return protocol.Errorf(protocol.InvalidOptions, "--tls-cert and --tls-key go together: the server's certificate chain and its private key, both PEM")
+	}
+	return nil
 }
 
 // The bounds of --list-limit (protocol §9.5), and its value when not given.
@@ -98,6 +174,7 @@ func Parse(cmd Command, args []string) (o Options, help bool, e *protocol.Error)
 		}
 		name, value, inline := strings.Cut(arg, "=")
 		var dst *string
+		repeated := false // an option that may be given more than once
 		switch name {
 		case "--workspace":
 			dst = &o.Workspace
@@ -118,6 +195,13 @@ func Parse(cmd Command, args []string) (o Options, help bool, e *protocol.Error)
 				return Options{}, false, unknownArgument(arg, pos)
 			}
 			dst = new(string) // parsed below
+		case "--http", "--auth-issuer", "--auth-audience", "--auth-jwks", "--allowed-host", "--allowed-origin", "--tls-cert", "--tls-key":
+			if cmd != MCP {
+				// As --list-limit: the other commands' answers stay as
+				// they were before the server over HTTP existed.
+				return Options{}, false, unknownArgument(arg, pos)
+			}
+			dst, repeated = o.HTTP.option(name)
 		case "--run-id", "--format":
 			if cmd != Report {
 				// As --list-limit: the other commands' answers stay as
@@ -138,7 +222,7 @@ func Parse(cmd Command, args []string) (o Options, help bool, e *protocol.Error)
 		if cmd == Report && !slices.Contains(reportOptions(), name) {
 			return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "argument %d is an option that tool-runner report does not take; see --help", pos)
 		}
-		if seen[name] {
+		if seen[name] && !repeated {
 			return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "argument %d repeats %s", pos, name)
 		}
 		seen[name] = true
@@ -171,9 +255,13 @@ func Parse(cmd Command, args []string) (o Options, help bool, e *protocol.Error)
 			return Options{}, false, protocol.Errorf(protocol.InvalidOptions, "--format (argument %d) must be %s or %s", pos, FormatMarkdown, FormatHTML)
 		}
 	}
-	switch {
-	case help:
+	if help {
 		return o, true, nil
+	}
+	if e := o.HTTP.fault(); e != nil {
+		return Options{}, false, e
+	}
+	switch {
 	case o.Workspace == "":
 		return Options{}, false, protocol.Errorf(protocol.MissingWorkspace, "--workspace is required")
 	case cmd == LedgerCheck && o.Ledger == "":

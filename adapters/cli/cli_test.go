@@ -132,3 +132,58 @@ func TestDashHIsHelpForEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// The options of the server over HTTP are mcp's only; --allowed-host and
+// --allowed-origin may be repeated and keep their order; each other is
+// given once; each needs --http, and the issuer and audience, and the
+// certificate and key, go in pairs. No message echoes a value.
+func TestTheHTTPOptionsAreMCPsAndGoTogether(t *testing.T) {
+	is := is.New(t)
+	o, help, e := cli.Parse(cli.MCP, []string{"--workspace", "ws", "--http", "0.0.0.0:8443",
+		"--auth-issuer=https://id.example.com", "--auth-audience", "https://mcp.example.com/mcp", "--auth-jwks", "jwks.json",
+		"--allowed-host", "mcp.example.com", "--allowed-host=10.0.0.5:8443", "--allowed-origin", "https://app.example.com",
+		"--tls-cert", "cert.pem", "--tls-key", "key.pem"})
+	is.True(e == nil && !help)
+	is.Equal(o.HTTP, cli.HTTP{Addr: "0.0.0.0:8443", AuthIssuer: "https://id.example.com", AuthAudience: "https://mcp.example.com/mcp", AuthJWKS: "jwks.json",
+		AllowedHosts: []string{"mcp.example.com", "10.0.0.5:8443"}, AllowedOrigins: []string{"https://app.example.com"}, TLSCert: "cert.pem", TLSKey: "key.pem"})
+	o, _, e = cli.Parse(cli.MCP, []string{"--workspace", "ws"})
+	is.True(e == nil)
+	is.Equal(o.HTTP, cli.HTTP{}) // over stdio
+
+	tests := []struct {
+		name string
+		cmd  cli.Command
+		args []string
+		msg  string
+	}{
+		{"the one-shot call", cli.OneShot, []string{"--http", "127.0.0.1:0"}, "argument 3 is not a known option; see --help"},
+		{"the ledger check", cli.LedgerCheck, []string{"--ledger", "l", "--allowed-host", "h"}, "argument 6 is not a known option; see --help"},
+		{"the report", cli.Report, []string{"--tls-cert", "c"}, "argument 4 is not a known option; see --help"},
+		{"--http twice", cli.MCP, []string{"--http", "127.0.0.1:1", "--http=127.0.0.1:2"}, "argument 6 repeats --http"},
+		{"--auth-issuer twice", cli.MCP, []string{"--http", "127.0.0.1:1", "--auth-issuer", "https://a", "--auth-issuer", "https://b"}, "argument 8 repeats --auth-issuer"},
+		{"an empty --allowed-host", cli.MCP, []string{"--http", "127.0.0.1:1", "--allowed-host="}, "--allowed-host (argument 6) has an empty value"},
+		{"--allowed-origin without a value", cli.MCP, []string{"--http", "127.0.0.1:1", "--allowed-origin"}, "--allowed-origin (argument 6) needs a value"},
+		{"an issuer without --http", cli.MCP, []string{"--auth-issuer", "https://secret.example", "--auth-audience", "https://a"}, "--auth-issuer is an option of the server over HTTP: give --http HOST:PORT too, or leave it out"},
+		{"an allowed host without --http", cli.MCP, []string{"--allowed-host", "secret.example"}, "--allowed-host is an option of the server over HTTP: give --http HOST:PORT too, or leave it out"},
+		{"a key without --http", cli.MCP, []string{"--tls-key", "/secret/key.pem"}, "--tls-key is an option of the server over HTTP: give --http HOST:PORT too, or leave it out"},
+		{"an issuer alone", cli.MCP, []string{"--http", "127.0.0.1:0", "--auth-issuer", "https://secret.example"}, "--auth-issuer and --auth-audience go together: the issuer whose tokens are accepted, and this server's URL that they must name as their audience"},
+		{"an audience alone", cli.MCP, []string{"--http", "127.0.0.1:0", "--auth-audience", "https://secret.example"}, "--auth-issuer and --auth-audience go together: the issuer whose tokens are accepted, and this server's URL that they must name as their audience"},
+		{"a key set alone", cli.MCP, []string{"--http", "127.0.0.1:0", "--auth-jwks", "/secret/jwks.json"}, "--auth-jwks needs --auth-issuer and --auth-audience: it is the key set of that issuer"},
+		{"a certificate alone", cli.MCP, []string{"--http", "127.0.0.1:0", "--tls-cert", "/secret/cert.pem"}, "--tls-cert and --tls-key go together: the server's certificate chain and its private key, both PEM"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			_, _, e := cli.Parse(tt.cmd, append([]string{"--workspace", "ws"}, tt.args...))
+			is.True(e != nil)
+			is.Equal(e.Code, protocol.InvalidOptions)
+			is.Equal(e.Message, tt.msg)
+			is.True(!strings.Contains(e.Message, "secret")) // no value echoed
+		})
+	}
+	t.Run("an option fault comes before the workspace", func(t *testing.T) {
+		is := is.New(t)
+		_, _, e := cli.Parse(cli.MCP, []string{"--tls-cert", "c"})
+		is.Equal(e.Code, protocol.InvalidOptions)
+	})
+}

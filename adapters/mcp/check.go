@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -57,6 +58,9 @@ type message struct {
 	// slotted: a tools/call or a resources/read, which takes a compute
 	// slot once its handler starts.
 	slotted bool
+	// method is the request's or notification's method; tool the name a
+	// tools/call gives (its scope over HTTP depends on it).
+	method, tool string
 	// cancels is the id a notifications/cancelled names, when it is a valid
 	// one; drop marks one that names none, which the SDK would read
 	// wrongly (1.5 as 1) and which cancels nothing.
@@ -150,9 +154,22 @@ func check(data []byte) (message, []byte) {
 	if !ok {
 		return m, nil
 	}
+	m.method = req.Method
 	if req.IsCall() {
 		m.call, m.id, m.idText = true, idValue(s.id), s.validID()
 		m.slotted = req.Method == "tools/call" || req.Method == "resources/read"
+		if req.Method == "tools/call" {
+			// params without its arguments: a few names, read again,
+			// names matched exactly as the SDK's decoder matches them
+			// (encoding/json would take "NAME" for "name": a call the
+			// SDK runs as analyze could pass as another tool).
+			var p struct {
+				Name string `json:"name"`
+			}
+			if jsonv2.Unmarshal(req.Params, &p) == nil {
+				m.tool = p.Name
+			}
+		}
 	} else if req.Method == "notifications/cancelled" {
 		// Only an id a call may have names a call to cancel.
 		if id := validID(s.requestID); id != nil {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/adapters/internal/rebuild"
+	"github.com/metricproof/metricproof/adapters/remote"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/app/protocol"
@@ -36,6 +37,9 @@ import (
 const Usage = `usage: tool-runner mcp --workspace W [--output-dir O] [--cancel-file F]
                        [--ledger L] [--signing-key K] [--trusted-key P]
                        [--list-limit N]
+                       [--http HOST:PORT [--auth-issuer ISS --auth-audience URL
+                        [--auth-jwks FILE]] [--allowed-host H]...
+                        [--allowed-origin O]... [--tls-cert F --tls-key F]]
 
 Serves inspect_inputs, analyze and verify_result as a Model Context Protocol
 server over standard input and output (JSON-RPC, one message per line), and
@@ -49,6 +53,20 @@ grows with the data to its first N items in a tool result; the result's
 "truncated" names the lists cut, and the run files hold them whole. The
 server runs until its input ends, or SIGINT or SIGTERM, answers the calls
 in flight, and exits 0.
+
+With --http HOST:PORT it serves the same over MCP's Streamable HTTP
+transport at /mcp instead (stateless: any number of servers may share one
+output directory behind a load balancer), prints {"listening":"URL"} on
+standard error once ready (a port of 0 picks a free one), and runs until
+SIGINT or SIGTERM, letting the calls in flight finish. On an address other
+than loopback it needs --auth-issuer ISS and --auth-audience URL: every
+request then carries a bearer token from ISS whose audience is URL, with
+the scope metricproof:read, and metricproof:run to call analyze; the
+issuer's keys come from its metadata, or from the JSON Web Key Set file
+--auth-jwks FILE. --allowed-host H is a host name the server also answers
+to (a reverse proxy's), --allowed-origin O a web page's origin that may
+call it; --tls-cert and --tls-key serve HTTPS (else put it behind a TLS
+proxy). GET /healthz and /readyz answer probes. See docs/mcp.md.
 `
 
 // Server is "tool-runner mcp", opened.
@@ -57,6 +75,13 @@ type Server struct {
 	svc            *app.Service
 	version        string
 	stdout, stderr io.Writer
+	// front is the bound HTTP front with --http; nil over stdio.
+	front *remote.Server
+	// cancelCalls cancels the calls over HTTP still running.
+	cancelCalls context.CancelFunc
+	// connect are the TCP ports the server connects to once serving: the
+	// issuer's key set's, when it fetches it again.
+	connect []uint16
 }
 
 // Open parses args (the command line after "mcp"), opens the service and
@@ -76,6 +101,13 @@ func Open(args []string, stdout, stderr io.Writer, wire app.Wire, version string
 		_, _ = io.WriteString(stdout, Usage)
 		return nil, 0
 	}
+	if o.HTTP.Addr != "" {
+		// Every option before the workspace is opened: the address, the
+		// hosts and origins, authorization on a non-loopback address.
+		if err := remote.Check(frontOptions(o.HTTP)); err != nil {
+			return nil, optionFault(stderr, optionError(err))
+		}
+	}
 	svc, err := app.Open(o.Options, wire)
 	if err != nil {
 		return nil, optionFault(stderr, err)
@@ -84,8 +116,16 @@ func Open(args []string, stdout, stderr io.Writer, wire app.Wire, version string
 		svc.Close()
 		return nil, optionFault(stderr, err)
 	}
+	s := &Server{opts: o, svc: svc, version: version, stdout: stdout, stderr: stderr}
+	if o.HTTP.Addr != "" {
+		if err := s.openHTTP(); err != nil {
+			svc.Close()
+			return nil, optionFault(stderr, err)
+		}
+	}
+	// Once every option passed: a fault stays its one line alone.
 	_, _ = io.WriteString(stderr, EngineWarning(settings))
-	return &Server{opts: o, svc: svc, version: version, stdout: stdout, stderr: stderr}, 0
+	return s, 0
 }
 
 // Options are the options the server was opened with.
@@ -96,16 +136,27 @@ func (s *Server) Options() app.Options { return s.opts.Options }
 // is answered, and returns the exit status: 2.
 func (s *Server) Refuse(err error) int { return optionFault(s.stderr, err) }
 
-// Close closes the service.
-func (s *Server) Close() error { return s.svc.Close() }
+// Close closes the service, and the HTTP front's address when the server
+// was never run.
+func (s *Server) Close() error {
+	if s.front != nil {
+		s.cancelCalls()
+		_ = s.front.Close()
+	}
+	return s.svc.Close()
+}
 
 // Run serves the session on stdin and the server's standard output until
 // the input ends, and returns 0. When ctx is cancelled (SIGINT, SIGTERM)
 // the server stops taking calls, cancels the calls in flight, writes
-// their answers and returns 0.
+// their answers and returns 0. With --http it serves HTTP instead, reads
+// nothing from stdin, and stops on ctx as protocol §14 says.
 func (s *Server) Run(ctx context.Context, stdin io.Reader) int {
+	if s.front != nil {
+		return s.serveHTTP(ctx)
+	}
 	st := newStream(stdin, s.stdout, ctx.Done())
-	server, err := newServer(call.New(s.svc), s.opts.ListLimit, s.version, ctx, st)
+	server, err := newServer(serverConfig{calls: call.New(s.svc), transport: stdioTransport(s.opts.ListLimit), version: s.version, stop: ctx, conn: st})
 	if err != nil {
 		fmt.Fprintf(s.stderr, "%s: %v\n", protocol.InternalError, err)
 		return 2
@@ -132,7 +183,7 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 // and benchmarks that run the server in their own process.
 func ServeStdio(calls *call.Calls, listLimit int, version string, in io.Reader, out io.Writer, stop context.Context) error {
 	st := newStream(in, out, stop.Done())
-	server, err := newServer(calls, listLimit, version, stop, st)
+	server, err := newServer(serverConfig{calls: calls, transport: stdioTransport(listLimit), version: version, stop: stop, conn: st})
 	if err != nil {
 		return err
 	}

@@ -38,13 +38,13 @@ const wsRoot = "/operator/ws"
 
 // world is an in-memory workspace and the service over it.
 type world struct {
-	t      *testing.T
+	t      testing.TB
 	fs     afero.Fs
 	ws     *memfs.Workspace
 	cancel ports.Canceller // nil: the options' marker
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	fs := afero.NewMemMapFs()
 	for name, data := range testutil.Fixture(t) {

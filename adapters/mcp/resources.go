@@ -69,9 +69,13 @@ type resources struct {
 	cursorKey []byte
 }
 
-func newResources(h handlers) *resources {
-	key := make([]byte, 32)
-	_, _ = rand.Read(key) // crypto/rand never fails on supported systems
+// newResources serves the run files of h's calls; key authenticates the
+// list cursors (nil for a random one: cursors of this server only).
+func newResources(h handlers, key []byte) *resources {
+	if key == nil {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key) // crypto/rand never fails on supported systems
+	}
 	return &resources{h: h, cursorKey: key}
 }
 

@@ -9,6 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/metricproof/metricproof/app/call"
+	"github.com/metricproof/metricproof/app/ledger"
 )
 
 // ServerName is the serverInfo name the server announces.
@@ -28,11 +29,13 @@ type carrier interface {
 
 // carried is one call as its connection carries it. heldBack reports the
 // SHA256 of arguments the connection did not hand to the SDK, being longer
-// than the request limit (message.heldBack).
+// than the request limit (message.heldBack); caller is who makes the call,
+// for its record (the zero Caller when the connection cannot tell).
 type carried interface {
 	arrived()
 	heldBack() (sum string, ok bool)
 	answered(release func())
+	caller() ledger.Caller
 }
 
 // unwritten is the carrier of a connection that cannot tell when an
@@ -44,6 +47,7 @@ func (unwritten) start(ctx context.Context) (context.Context, carried) { return 
 func (unwritten) arrived()                                             {}
 func (unwritten) heldBack() (string, bool)                             { return "", false }
 func (unwritten) answered(release func())                              { release() }
+func (unwritten) caller() ledger.Caller                                { return ledger.Caller{} }
 
 // NewServer is the MCP server of calls, for any of the SDK's transports:
 // the three tools, the run files as resources, capabilities "tools" and
@@ -54,10 +58,30 @@ func (unwritten) answered(release func())                              { release
 // when its handler returns: the stdio server ([Server]) keeps it until the
 // answer is written.
 func NewServer(calls *call.Calls, listLimit int, version string, stop context.Context) (*sdk.Server, error) {
-	return newServer(calls, listLimit, version, stop, unwritten{})
+	return newServer(serverConfig{calls: calls, transport: stdioTransport(listLimit), version: version, stop: stop, conn: unwritten{}})
 }
 
-func newServer(calls *call.Calls, listLimit int, version string, stop context.Context, conn carrier) (*sdk.Server, error) {
+// serverConfig is what a server needs of its transport and its process.
+type serverConfig struct {
+	calls *call.Calls
+	// transport names the transport in the records, and holds K.
+	transport call.Transport
+	version   string
+	// stop cancels every call in flight when it is done.
+	stop context.Context
+	conn carrier
+	// cursorKey authenticates resources/list cursors; nil for a random
+	// one of the server's own.
+	cursorKey []byte
+}
+
+// stdioTransport is the MCP transport over stdio, with K listLimit.
+func stdioTransport(listLimit int) call.Transport {
+	return call.Transport{Name: "mcp", ListLimit: listLimit}
+}
+
+func newServer(cfg serverConfig) (*sdk.Server, error) {
+	calls, listLimit, version, stop, conn := cfg.calls, cfg.transport.ListLimit, cfg.version, cfg.stop, cfg.conn
 	tools, err := Tools(listLimit)
 	if err != nil {
 		return nil, err
@@ -67,11 +91,11 @@ func newServer(calls *call.Calls, listLimit int, version string, stop context.Co
 		Instructions: Instructions,
 		Logger:       slog.New(slog.DiscardHandler),
 	})
-	h := handlers{calls: calls, t: call.Transport{Name: "mcp", ListLimit: listLimit}, stop: stop, conn: conn}
+	h := handlers{calls: calls, t: cfg.transport, stop: stop, conn: conn}
 	for _, t := range tools {
 		server.AddTool(t, h.tool(t.Name))
 	}
-	res := newResources(h)
+	res := newResources(h, cfg.cursorKey)
 	// The SDK's read reaches the template's handler only for a URI the
 	// middleware lets through (templated); the middleware answers any
 	// other URI itself.
@@ -108,15 +132,17 @@ func (h handlers) tool(name string) sdk.ToolHandler {
 		defer end()
 		p := h.calls.ArriveCall(name)
 		c.arrived()
+		t := h.t
+		t.Caller = c.caller()
 		var a call.Answer
 		if sum, ok := c.heldBack(); ok {
-			a = h.calls.ToolOverLimit(ctx, h.t, p, name, sum)
+			a = h.calls.ToolOverLimit(ctx, t, p, name, sum)
 		} else {
 			var raw []byte
 			if req.Params != nil {
 				raw = req.Params.Arguments
 			}
-			a = h.calls.Tool(ctx, h.t, p, name, raw)
+			a = h.calls.Tool(ctx, t, p, name, raw)
 		}
 		c.answered(a.Done)
 		return toolResult(a)

@@ -10,6 +10,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/metricproof/metricproof/app/ledger"
 )
 
 // MaxLineBytes is the longest message line the server reads; a longer one
@@ -425,6 +427,9 @@ func (c streamCall) heldBack() (string, bool) {
 	}
 	return c.e.argsSHA256, true
 }
+
+// caller is nobody the stream can name: a stdio record names no principal.
+func (c streamCall) caller() ledger.Caller { return ledger.Caller{} }
 
 // answered holds release until the call's answer is written.
 func (c streamCall) answered(release func()) {

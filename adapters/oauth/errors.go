@@ -20,6 +20,7 @@ const (
 	ReasonExpired     Reason = "expired"
 	ReasonNotYetValid Reason = "not_yet_valid"
 	ReasonNoSubject   Reason = "no_subject"
+	ReasonLongSubject Reason = "long_subject"
 )
 
 // texts are the messages of the reasons: fixed, so that no byte of a token
@@ -36,6 +37,7 @@ func texts() map[Reason]string {
 		ReasonExpired:     "the bearer token has expired",
 		ReasonNotYetValid: "the bearer token is not valid yet",
 		ReasonNoSubject:   "the bearer token names no subject (sub)",
+		ReasonLongSubject: "the bearer token's subject (sub) is longer than the 255 characters OpenID Connect allows",
 	}
 }
 

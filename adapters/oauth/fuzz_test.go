@@ -29,7 +29,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add("..")
 	texts := map[string]bool{}
 	for _, r := range []oauth.Reason{oauth.ReasonMalformed, oauth.ReasonAlgorithm, oauth.ReasonUnknownKey, oauth.ReasonSignature,
-		oauth.ReasonIssuer, oauth.ReasonAudience, oauth.ReasonNoExpiry, oauth.ReasonExpired, oauth.ReasonNotYetValid, oauth.ReasonNoSubject} {
+		oauth.ReasonIssuer, oauth.ReasonAudience, oauth.ReasonNoExpiry, oauth.ReasonExpired, oauth.ReasonNotYetValid, oauth.ReasonNoSubject, oauth.ReasonLongSubject} {
 		texts[(&oauth.Fault{Reason: r}).Error()] = true
 	}
 	f.Fuzz(func(t *testing.T, token string) {

@@ -47,6 +47,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,12 @@ const (
 	maxDocumentBytes = 1 << 20
 	// minRSABits is the least RSA modulus accepted, as NIST and RFC 7518 ask.
 	minRSABits = 2048
+	// maxURLBytes bounds the issuer's and the audience's URL: the ledger
+	// records the issuer of every call.
+	maxURLBytes = 2048
+	// MaxSubjectBytes bounds a token's subject, as OpenID Connect does
+	// (255 ASCII characters).
+	MaxSubjectBytes = 255
 )
 
 // Config is what the operator configures.
@@ -172,9 +179,36 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	return v, nil
 }
 
+// FetchPort is the TCP port the verifier connects to after start, to
+// fetch the key set again (a token with an unknown kid): the jwks_uri's,
+// its scheme's default when it names none. fetches is false for a key set
+// read from a file, which is never fetched. A server confined to the
+// ports it needs (protocol §16) allows this one.
+func (v *Verifier) FetchPort() (port uint16, fetches bool) {
+	if v.jwksURL == "" {
+		return 0, false
+	}
+	u, err := url.Parse(v.jwksURL)
+	if err != nil {
+		return 0, false // fetched at start, so it parses
+	}
+	p := u.Port()
+	if p == "" {
+		p = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return 0, false
+	}
+	return uint16(n), true
+}
+
 // checkURL accepts an absolute https URL without fragment or user info, or
 // an http one when allowHTTP.
 func checkURL(s string, allowHTTP bool) error {
+	if len(s) > maxURLBytes {
+		return errors.New("is longer than 2048 characters")
+	}
 	u, err := url.Parse(s)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.User != nil || u.Fragment != "" || u.RawQuery != "" ||
 		strings.ContainsAny(s, "\"\\ ") {
@@ -263,8 +297,13 @@ func (v *Verifier) claims(payload []byte) (*auth.TokenInfo, error) {
 	case err != nil: // nbf, or iat, in the future
 		return nil, fault(ReasonNotYetValid)
 	}
-	if c.Subject == "" {
+	switch {
+	case c.Subject == "":
 		return nil, fault(ReasonNoSubject)
+	case len(c.Subject) > MaxSubjectBytes:
+		// The ledger records the subject of every call: a bounded one keeps
+		// each record within what a ledger line may hold.
+		return nil, fault(ReasonLongSubject)
 	}
 	scopes, ok := scopesOf(c.Scope, c.Scp)
 	if !ok {

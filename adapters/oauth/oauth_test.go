@@ -6,8 +6,10 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -101,6 +103,7 @@ func TestTheVerifierRefusesEveryBadToken(t *testing.T) {
 		{"not valid yet", with(func(c map[string]any) { c["nbf"] = now.Add(61 * time.Second).Unix() }), oauth.ReasonNotYetValid},
 		{"issued in the future", with(func(c map[string]any) { c["iat"] = now.Add(61 * time.Second).Unix() }), oauth.ReasonNotYetValid},
 		{"no subject", with(func(c map[string]any) { delete(c, "sub") }), oauth.ReasonNoSubject},
+		{"a subject past OpenID's 255", with(func(c map[string]any) { c["sub"] = strings.Repeat("s", 256) }), oauth.ReasonLongSubject},
 		{"scope that is a number", with(func(c map[string]any) { c["scope"] = 1 }), oauth.ReasonMalformed},
 		{"alg none", func(t *testing.T) string {
 			return oauthtest.Sign(t, map[string]any{"alg": "none", "kid": iss.Current().ID}, iss.Claims(audience, "metricproof:run"), iss.Current())
@@ -318,6 +321,8 @@ func TestBadOptionsAreRefusedAtStart(t *testing.T) {
 		{"an issuer that is no URL", oauth.Config{Issuer: "issuer", Audience: audience, AllowHTTP: true}, "--auth-issuer", nil},
 		{"an issuer with a query", oauth.Config{Issuer: iss.URL + "?a=b", Audience: audience, AllowHTTP: true}, "--auth-issuer", nil},
 		{"an ftp issuer", oauth.Config{Issuer: "ftp://x.example", Audience: audience, AllowHTTP: true}, "--auth-issuer", nil},
+		{"an issuer longer than a record holds", oauth.Config{Issuer: "https://x.example/" + strings.Repeat("a", 2031), Audience: audience, AllowHTTP: true, JWKSFile: file("long", string(iss.JWKS()))}, "--auth-issuer", nil},
+		{"an issuer as long as a record holds", oauth.Config{Issuer: "https://x.example/" + strings.Repeat("a", 2030), Audience: audience, AllowHTTP: true, JWKSFile: file("long", string(iss.JWKS()))}, "", nil},
 		{"no audience", oauth.Config{Issuer: iss.URL, AllowHTTP: true}, "--auth-audience", nil},
 		{"an audience with a quote", oauth.Config{Issuer: iss.URL, Audience: `http://a"b/mcp`, AllowHTTP: true}, "--auth-audience", nil},
 		{"an unreachable issuer", oauth.Config{Issuer: "http://127.0.0.1:1", Audience: audience, AllowHTTP: true}, "--auth-issuer", nil},
@@ -360,4 +365,29 @@ func TestBadOptionsAreRefusedAtStart(t *testing.T) {
 			is.True(!strings.Contains(err.Error(), dir)) // no path
 		})
 	}
+}
+
+// The verifier names the one TCP port it may still connect to once the
+// server is confined (protocol §16): its key set's, when it fetches it
+// from the issuer's metadata; none when the key set is a file.
+func TestTheVerifierNamesThePortItFetchesKeysFrom(t *testing.T) {
+	is := is.New(t)
+	clock := oauthtest.NewClock()
+	iss := oauthtest.New(t, clock)
+	v, err := oauth.New(context.Background(), oauth.Config{Issuer: iss.URL, Audience: audience, AllowHTTP: true, Clock: clock})
+	is.NoErr(err)
+	u, err := url.Parse(iss.URL)
+	is.NoErr(err)
+	want, err := strconv.Atoi(u.Port())
+	is.NoErr(err)
+	port, fetches := v.FetchPort()
+	is.True(fetches)
+	is.Equal(int(port), want)
+
+	file := filepath.Join(t.TempDir(), "jwks.json")
+	is.NoErr(os.WriteFile(file, iss.JWKS(), 0o644))
+	v, err = oauth.New(context.Background(), oauth.Config{Issuer: iss.URL, Audience: audience, JWKSFile: file, AllowHTTP: true, Clock: clock})
+	is.NoErr(err)
+	_, fetches = v.FetchPort()
+	is.True(!fetches) // never fetches
 }

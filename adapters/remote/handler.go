@@ -130,9 +130,22 @@ func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	s.next.ServeHTTP(w, r)
+}
+
+// bodyKey holds, in a request's context, the body this front read.
+type bodyKey struct{}
+
+// Body returns the body of a request to /mcp as this front read it (once,
+// bounded, and counted against the bodies held), for the handler behind
+// the front to check without a copy of its own; false for a request that
+// did not come through a front. The handler must not change the bytes.
+func Body(r *http.Request) ([]byte, bool) {
+	body, ok := r.Context().Value(bodyKey{}).([]byte)
+	return body, ok
 }
 
 // oneMessage reads the method of the one JSON-RPC message body holds and,
@@ -328,6 +341,11 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request, origin string) {
 	h.Set("Access-Control-Allow-Headers", strings.Join(allowed, ", "))
 	h.Set("Access-Control-Max-Age", "600")
 }
+
+// Busy answers 503 with Retry-After: 1, as this front does at its own
+// bounds, for a handler behind it at one of its own: why says which, and
+// the answer adds "retry after 1 s".
+func Busy(w http.ResponseWriter, why string) { busy(w, why) }
 
 // busy answers 503: the server is at one of its bounds, for a moment.
 func busy(w http.ResponseWriter, why string) {

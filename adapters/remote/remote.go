@@ -189,6 +189,48 @@ func Loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// Check checks the options as Listen does, but binds nothing and reads no
+// file, so that a command can refuse a bad option before it opens
+// anything else. Auth need only be non-nil when authorization will be
+// given. Every fault is an *OptionError naming its option.
+func Check(o Options) error {
+	_, err := o.check()
+	return err
+}
+
+// checked is what the options' check learned.
+type checked struct {
+	loopback bool
+	hosts    hostSet
+	origins  map[string]bool
+}
+
+// check checks the options that need no file and no network.
+func (o Options) check() (checked, error) {
+	host, port, err := net.SplitHostPort(o.Addr)
+	if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 0 || n > 65535 {
+		return checked{}, &OptionError{Option: "--http", Reason: "takes host:port (127.0.0.1:8080, [::1]:0, 0.0.0.0:443)"}
+	}
+	c := checked{loopback: Loopback(o.Addr), origins: map[string]bool{}}
+	if o.Auth == nil && !c.loopback {
+		return checked{}, &OptionError{Option: "--auth-issuer", Reason: "is required when --http listens on an address other than loopback (with --auth-audience)"}
+	}
+	if c.hosts, err = servedHosts(host, c.loopback, o.AllowedHosts); err != nil {
+		return checked{}, err
+	}
+	for _, origin := range o.AllowedOrigins {
+		norm, ok := normalOrigin(origin)
+		if !ok {
+			return checked{}, &OptionError{Option: "--allowed-origin", Reason: "takes scheme://host[:port], as a browser sends it in Origin (https://app.example.com)"}
+		}
+		c.origins[norm] = true
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return checked{}, &OptionError{Option: "--tls-cert", Reason: "and --tls-key go together"}
+	}
+	return c, nil
+}
+
 // Listen checks the options and binds the address. Every fault is an
 // *OptionError naming its option.
 func Listen(o Options) (*Server, error) {
@@ -198,49 +240,38 @@ func Listen(o Options) (*Server, error) {
 	if o.Limits == (Limits{}) {
 		o.Limits = DefaultLimits()
 	}
-	host, port, err := net.SplitHostPort(o.Addr)
-	if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 0 || n > 65535 {
-		return nil, &OptionError{Option: "--http", Reason: "takes host:port (127.0.0.1:8080, [::1]:0, 0.0.0.0:443)"}
+	c, err := o.check()
+	if err != nil {
+		return nil, err
 	}
-	loopback := Loopback(o.Addr)
-	if o.Auth == nil && !loopback {
-		return nil, &OptionError{Option: "--auth-issuer", Reason: "is required when --http listens on an address other than loopback (with --auth-audience)"}
-	}
+	loopback := c.loopback
 	if o.Auth != nil && (o.Auth.Verify == nil || o.Auth.Issuer == "" || o.Auth.Resource == "") {
 		return nil, errors.New("remote: Auth needs Verify, Issuer and Resource")
 	}
 	if o.Limits.HeldBytes < o.Limits.MaxBodyBytes {
 		return nil, errors.New("remote: Limits.HeldBytes is less than one body")
 	}
-	s := &Server{opts: o, open: make(chan struct{}, o.Limits.MaxOpen), held: semaphore.NewWeighted(o.Limits.HeldBytes), origins: map[string]bool{}}
-	if s.hosts, err = servedHosts(host, loopback, o.AllowedHosts); err != nil {
-		return nil, err
-	}
-	for _, origin := range o.AllowedOrigins {
-		norm, ok := normalOrigin(origin)
-		if !ok {
-			return nil, &OptionError{Option: "--allowed-origin", Reason: "takes scheme://host[:port], as a browser sends it in Origin (https://app.example.com)"}
-		}
-		s.origins[norm] = true
-	}
+	s := &Server{opts: o, open: make(chan struct{}, o.Limits.MaxOpen), held: semaphore.NewWeighted(o.Limits.HeldBytes), hosts: c.hosts, origins: c.origins}
 	s.next = o.MCP
 	if o.Auth != nil {
 		s.metaURL = metadataURL(o.Auth.Resource)
 		s.next = s.withToken()
 	}
 	var tlsConfig *tls.Config
-	switch {
-	case o.TLSCert != "" && o.TLSKey != "":
+	if o.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
 		if err != nil {
 			return nil, &OptionError{Option: "--tls-cert", Reason: "and --tls-key could not be read as a PEM certificate chain and its private key"}
 		}
 		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 		s.tlsOn = true
-	case o.TLSCert != "" || o.TLSKey != "":
-		return nil, &OptionError{Option: "--tls-cert", Reason: "and --tls-key go together"}
 	}
-	ln, err := net.Listen("tcp", o.Addr)
+	// Plain TCP, never multipath: the kernel's Landlock rules on TCP ports
+	// (protocol §16) do not cover MPTCP sockets, which Go would otherwise
+	// open by default on Linux.
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	ln, err := lc.Listen(context.Background(), "tcp", o.Addr)
 	if err != nil {
 		return nil, &OptionError{Option: "--http", Reason: "could not listen: the port is in use, or the address is not this machine's"}
 	}
@@ -264,6 +295,15 @@ func Listen(o Options) (*Server, error) {
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	return s, nil
+}
+
+// Close gives back the address of a server that was never served, or has
+// stopped; it does nothing else.
+func (s *Server) Close() error {
+	if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
 }
 
 // URL is the address of /mcp, as the listening line prints it.

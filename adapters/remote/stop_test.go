@@ -206,7 +206,8 @@ func TestTLS(t *testing.T) {
 }
 
 // Every option the front cannot serve is an OptionError naming it, and no
-// path.
+// path. Check refuses each as Listen does, but those only a bind or a
+// file's bytes can show.
 func TestBadOptionsAreRefusedBeforeServing(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile, _ := writeCert(t, dir)
@@ -222,13 +223,13 @@ func TestBadOptionsAreRefusedBeforeServing(t *testing.T) {
 	tests := []struct {
 		name   string
 		change func(*remote.Options)
-		option string // "" when it listens
+		option string // "" when it listens; ending in "!" when only Listen can tell
 	}{
 		{"no port", func(o *remote.Options) { o.Addr = "127.0.0.1" }, "--http"},
 		{"no host", func(o *remote.Options) { o.Addr = ":0" }, "--http"},
 		{"a port out of range", func(o *remote.Options) { o.Addr = "127.0.0.1:65536" }, "--http"},
 		{"a port that is a name", func(o *remote.Options) { o.Addr = "127.0.0.1:http" }, "--http"},
-		{"a port in use", func(o *remote.Options) { o.Addr = busy.Addr().String() }, "--http"},
+		{"a port in use", func(o *remote.Options) { o.Addr = busy.Addr().String() }, "--http!"},
 		{"all addresses without authorization", func(o *remote.Options) { o.Addr = "0.0.0.0:0" }, "--auth-issuer"},
 		{"all IPv6 addresses without authorization", func(o *remote.Options) { o.Addr = "[::]:0" }, "--auth-issuer"},
 		{"a name without authorization", func(o *remote.Options) { o.Addr = "example.com:0" }, "--auth-issuer"},
@@ -243,14 +244,22 @@ func TestBadOptionsAreRefusedBeforeServing(t *testing.T) {
 		{"an allowed origin of ftp", func(o *remote.Options) { o.AllowedOrigins = []string{"ftp://app.example.com"} }, "--allowed-origin"},
 		{"a certificate without its key", func(o *remote.Options) { o.TLSCert = certFile }, "--tls-cert"},
 		{"a key without its certificate", func(o *remote.Options) { o.TLSKey = keyFile }, "--tls-cert"},
-		{"a certificate that is a key", func(o *remote.Options) { o.TLSCert, o.TLSKey = keyFile, keyFile }, "--tls-cert"},
-		{"a missing certificate", func(o *remote.Options) { o.TLSCert, o.TLSKey = filepath.Join(dir, "none"), keyFile }, "--tls-cert"},
+		{"a certificate that is a key", func(o *remote.Options) { o.TLSCert, o.TLSKey = keyFile, keyFile }, "--tls-cert!"},
+		{"a missing certificate", func(o *remote.Options) { o.TLSCert, o.TLSKey = filepath.Join(dir, "none"), keyFile }, "--tls-cert!"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			o := remote.Options{Addr: "127.0.0.1:0", MCP: http.NotFoundHandler(), Stderr: &syncBuffer{}}
 			tt.change(&o)
+			option, listenOnly := strings.CutSuffix(tt.option, "!")
+			if err := remote.Check(o); option == "" || listenOnly {
+				is.NoErr(err) // binds nothing, reads no file
+			} else {
+				var oe *remote.OptionError
+				is.True(errors.As(err, &oe))
+				is.Equal(oe.Option, option)
+			}
 			srv, err := remote.Listen(o)
 			if tt.option == "" {
 				is.NoErr(err)
@@ -261,7 +270,7 @@ func TestBadOptionsAreRefusedBeforeServing(t *testing.T) {
 			}
 			var oe *remote.OptionError
 			is.True(errors.As(err, &oe))
-			is.Equal(oe.Option, tt.option)
+			is.Equal(oe.Option, option)
 			is.True(!strings.Contains(err.Error(), dir)) // no path
 		})
 	}

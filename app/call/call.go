@@ -41,9 +41,12 @@ type Transport struct {
 	// with the data cut to its first K items, and says so under
 	// "truncated". A one-shot answer is never cut.
 	ListLimit int
-	// A transport that knows who calls (remote MCP over HTTP, with the
-	// verified token's issuer and subject) will describe the caller here,
-	// per call, for the record: the use cases need not know.
+	// Caller is who makes the call, for its record: the zero value for a
+	// transport that knows no callers; for remote MCP over HTTP the
+	// verified token's issuer and subject, or ledger.Anonymous() without
+	// authorization. It differs from call to call; the use cases never
+	// see it.
+	Caller ledger.Caller
 }
 
 // Calls answers calls over one service. It is safe for concurrent calls:
@@ -299,6 +302,7 @@ func (c *Calls) run(ctx context.Context, p *Place, call protocol.Call, cut int, 
 func record(t Transport, r request, o outcome, a Answer) ledger.Record {
 	rec := ledger.Record{
 		Transport:      t.Name,
+		Principal:      t.Caller,
 		RequestID:      o.call.HeardID(),
 		Tool:           o.call.HeardTool(),
 		Status:         "success",

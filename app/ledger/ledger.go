@@ -24,10 +24,13 @@ const genesis = "000000000000000000000000000000000000000000000000000000000000000
 
 // Record is one line of the ledger, its fields in the line's key order.
 type Record struct {
-	Seq            int64   `json:"seq"`
-	Prev           string  `json:"prev"`
-	Time           string  `json:"time"`
-	Transport      string  `json:"transport"`
+	Seq       int64  `json:"seq"`
+	Prev      string `json:"prev"`
+	Time      string `json:"time"`
+	Transport string `json:"transport"`
+	// Principal is present only in the records of a transport that knows
+	// who calls (protocol §14: http), right after transport.
+	Principal      Caller  `json:"principal,omitzero"`
 	RequestID      *string `json:"request_id"`
 	Tool           *string `json:"tool"`
 	InputSHA256    *string `json:"input_sha256"`
@@ -40,14 +43,84 @@ type Record struct {
 }
 
 // Transports are the names a record's transport may take: the transports
-// calls arrive by (protocol §11.3).
-func Transports() []string { return []string{"stdio", "mcp"} }
+// calls arrive by (protocol §11.3, §14).
+func Transports() []string { return []string{"stdio", "mcp", "http"} }
+
+// Callers are the transports that know who calls (remote MCP over HTTP):
+// their records, and only theirs, name a principal (protocol §14).
+func Callers() []string { return []string{"http"} }
 
 // Rules are what a record may name beyond the protocol's tools and codes:
 // the transports calls arrive by.
 type Rules struct {
 	// Transports are the transports' names.
 	Transports []string
+	// Callers are the transports whose records name their principal.
+	Callers []string
+}
+
+// The bounds of a principal's names. OpenID Connect bounds a subject at
+// 255 ASCII characters; an issuer is an operator's URL. Together they keep
+// a record far within what one ledger line may hold.
+const (
+	MaxSubjectBytes = 255
+	MaxIssuerBytes  = 2048
+)
+
+// Principal is who made a call: the issuer and the subject of the token
+// its transport verified.
+type Principal struct {
+	Issuer  string `json:"issuer"`
+	Subject string `json:"subject"`
+}
+
+// Caller is a record's principal, as its transport knows it. The zero
+// value is a transport that knows no callers (stdio, MCP over stdio): the
+// record has no "principal" key, the shape of protocol §11. Named is a
+// transport that does: "principal" is the Principal, or null for a call
+// made without authorization.
+type Caller struct {
+	Named     bool
+	Principal *Principal
+}
+
+// Anonymous is the caller of a transport that knows callers, for a call
+// made without authorization.
+func Anonymous() Caller { return Caller{Named: true} }
+
+// Named is the caller of a transport that knows callers, for a call by p.
+func Named(p Principal) Caller { return Caller{Named: true, Principal: &p} }
+
+// IsZero reports a caller no record names (encoding/json's omitzero).
+func (c Caller) IsZero() bool { return !c.Named }
+
+// MarshalJSON encodes the principal, or null; with no HTML escaping, as
+// the rest of the record.
+func (c Caller) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(c.Principal); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// UnmarshalJSON decodes a record's principal: null, or an object of
+// exactly its two names.
+func (c *Caller) UnmarshalJSON(data []byte) error {
+	c.Named, c.Principal = true, nil
+	if string(data) == "null" {
+		return nil
+	}
+	var p Principal
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return err
+	}
+	c.Principal = &p
+	return nil
 }
 
 // Encode encodes a record as its line: compact JSON and a newline.
@@ -131,6 +204,12 @@ func (c *Chain) Add(line []byte) (Record, error) {
 	return r, nil
 }
 
+// wellNamed reports a principal whose issuer and subject are given and
+// within their bounds.
+func wellNamed(p Principal) bool {
+	return p.Issuer != "" && p.Subject != "" && len(p.Issuer) <= MaxIssuerBytes && len(p.Subject) <= MaxSubjectBytes
+}
+
 // fault names what is wrong with a record's values, or "".
 func (rules Rules) fault(r Record) string {
 	isDigest := protocol.IsDigest
@@ -144,7 +223,11 @@ func (rules Rules) fault(r Record) string {
 	case err != nil || t.UTC().Format(time.RFC3339Nano) != r.Time:
 		return "time is not an RFC 3339 UTC time"
 	case !slices.Contains(rules.Transports, r.Transport):
-		return "transport is neither stdio nor mcp"
+		return "transport is not one of stdio, mcp and http"
+	case r.Principal.Named != slices.Contains(rules.Callers, r.Transport):
+		return "principal is present exactly in a record over http"
+	case r.Principal.Principal != nil && !wellNamed(*r.Principal.Principal):
+		return "principal does not name an issuer and a subject within their bounds"
 	case r.RequestID != nil && !domain.ValidID(*r.RequestID):
 		return "request_id is not an ID"
 	case r.Tool != nil && !slices.Contains(protocol.Tools(), *r.Tool):

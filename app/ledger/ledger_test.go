@@ -12,7 +12,7 @@ import (
 )
 
 func rules() ledger.Rules {
-	return ledger.Rules{Transports: []string{"stdio", "mcp"}}
+	return ledger.Rules{Transports: []string{"stdio", "mcp", "http"}, Callers: []string{"http"}}
 }
 
 func ptr(s string) *string { return &s }
@@ -90,7 +90,30 @@ func TestParseRefusesWhatTheEngineDoesNotWrite(t *testing.T) {
 		{"seq 0", edit(func(r *ledger.Record) { r.Seq = 0 }), "seq is not a positive integer"},
 		{"a short prev", edit(func(r *ledger.Record) { r.Prev = "00" }), "prev is not a SHA256"},
 		{"a local time", edit(func(r *ledger.Record) { r.Time = "2026-12-01T08:30:00+01:00" }), "time is not an RFC 3339 UTC time"},
-		{"another transport", edit(func(r *ledger.Record) { r.Transport = "http" }), "transport is neither"},
+		{"another transport", edit(func(r *ledger.Record) { r.Transport = "sse" }), "transport is not one of"},
+		{"http without a principal key", edit(func(r *ledger.Record) { r.Transport = "http" }), "principal is present exactly"},
+		{"stdio with a principal", edit(func(r *ledger.Record) { r.Principal = ledger.Anonymous() }), "principal is present exactly"},
+		{"mcp with a principal", edit(func(r *ledger.Record) {
+			r.Transport, r.Principal = "mcp", ledger.Named(ledger.Principal{Issuer: "https://id.example.com", Subject: "alice"})
+		}), "principal is present exactly"},
+		{"a principal without a subject", edit(func(r *ledger.Record) {
+			r.Transport, r.Principal = "http", ledger.Named(ledger.Principal{Issuer: "https://id.example.com"})
+		}), "principal does not name"},
+		{"a principal without an issuer", edit(func(r *ledger.Record) {
+			r.Transport, r.Principal = "http", ledger.Named(ledger.Principal{Subject: "alice"})
+		}), "principal does not name"},
+		{"a subject past OpenID's bound", edit(func(r *ledger.Record) {
+			r.Transport, r.Principal = "http", ledger.Named(ledger.Principal{Issuer: "https://id.example.com", Subject: strings.Repeat("a", 256)})
+		}), "principal does not name"},
+		{"a principal with another key", bytes.Replace(edit(func(r *ledger.Record) {
+			r.Transport, r.Principal = "http", ledger.Named(ledger.Principal{Issuer: "https://id.example.com", Subject: "alice"})
+		}), []byte(`"subject":"alice"`), []byte(`"subject":"alice","email":"a@example.com"`), 1), "is not a record"},
+		{"a principal before transport", bytes.Replace(edit(func(r *ledger.Record) {
+			r.Transport, r.Principal = "http", ledger.Anonymous()
+		}), []byte(`"transport":"http","principal":null`), []byte(`"principal":null,"transport":"http"`), 1), "as this engine writes one"},
+		{"a principal escaped otherwise", bytes.Replace(edit(func(r *ledger.Record) {
+			r.Transport, r.Principal = "http", ledger.Named(ledger.Principal{Issuer: "https://id.example.com", Subject: "a<b"})
+		}), []byte(`a<b`), []byte(`a\u003cb`), 1), "as this engine writes one"},
 		{"a bad request_id", edit(func(r *ledger.Record) { r.RequestID = ptr("-x") }), "request_id is not an ID"},
 		{"another tool", edit(func(r *ledger.Record) { r.Tool = ptr("rm") }), "tool is not one of"},
 		{"an upper-case digest", edit(func(r *ledger.Record) { r.EngineSHA256 = strings.Repeat("A", 64) }), "a digest is not"},
@@ -112,5 +135,39 @@ func TestParseRefusesWhatTheEngineDoesNotWrite(t *testing.T) {
 	}
 	if _, err := rules().Parse(good); err != nil {
 		t.Errorf("the good line was refused: %v", err)
+	}
+}
+
+// A record over HTTP names its principal right after transport: the
+// verified token's issuer and subject, or null without authorization; a
+// record over stdio or MCP has no principal key at all (the shape of
+// protocol §11). Each parses back to itself.
+func TestARecordOverHTTPNamesItsPrincipalAfterTransport(t *testing.T) {
+	alice := ledger.Principal{Issuer: "https://id.example.com/realms/team", Subject: "alice<&>\"\u2028"}
+	tests := []struct {
+		name      string
+		transport string
+		caller    ledger.Caller
+		want      string // the line's bytes from transport to request_id
+	}{
+		{"stdio", "stdio", ledger.Caller{}, `"transport":"stdio","request_id"`},
+		{"mcp", "mcp", ledger.Caller{}, `"transport":"mcp","request_id"`},
+		{"http without authorization", "http", ledger.Anonymous(), `"transport":"http","principal":null,"request_id"`},
+		{"http with a token", "http", ledger.Named(alice),
+			`"transport":"http","principal":{"issuer":"https://id.example.com/realms/team","subject":"alice<&>\"\u2028"},"request_id"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			r := record()
+			r.Transport, r.Principal = tt.transport, tt.caller
+			is.NoErr(rules().Link(&r, nil))
+			line, err := ledger.Encode(r)
+			is.NoErr(err)
+			is.True(bytes.Contains(line, []byte(tt.want))) // the key where protocol §14 puts it
+			back, err := rules().Parse(line)
+			is.NoErr(err)
+			is.Equal(back, r) // read back as written
+		})
 	}
 }

@@ -5,14 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
 
 	"github.com/metricproof/metricproof/adapters/engine"
+	"github.com/metricproof/metricproof/adapters/oauth/oauthtest"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/internal/wire"
@@ -26,6 +29,8 @@ type recordingConfiner struct {
 	refuse  error
 	wired   bool
 	confine []app.Options // one per Confine
+	// bind and connect are the ports Allow was given.
+	bind, connect []uint16
 	// events is the order of what happened: "wired", "confined", "read".
 	events *[]string
 }
@@ -42,6 +47,12 @@ func (f *recordingConfiner) Confine(o app.Options) error {
 	f.confine = append(f.confine, o)
 	*f.events = append(*f.events, "confined")
 	return f.refuse
+}
+
+func (f *recordingConfiner) Allow(bind, connect []uint16) {
+	f.bind = append(f.bind, bind...)
+	f.connect = append(f.connect, connect...)
+	*f.events = append(*f.events, "allowed")
 }
 
 // refusedConfinement is the error wire.Confiner gives when the kernel
@@ -193,4 +204,37 @@ func TestEachCommandAnswersARefusedConfinementAsAnOpeningFault(t *testing.T) {
 			sameTree(t, before, snapshotTree(t, ws))          // nothing written
 		})
 	}
+}
+
+// mcp --http is confined with the TCP it needs once serving (protocol
+// §16): the composition root allows the port it listens on and the
+// issuer's key set's port, after opening it and before confining it;
+// over stdio it allows no port.
+func TestTheServerOverHTTPIsAllowedItsPortAndItsIssuers(t *testing.T) {
+	is := is.New(t)
+	ws := fixture(t)
+	iss := oauthtest.New(t, oauthtest.NewClock())
+	d := dispatchRecorded(t, refusedConfinement(), "", "mcp", "--workspace", ws, "--http", "127.0.0.1:0",
+		"--auth-issuer", iss.URL, "--auth-audience", "https://mcp.example.com/mcp")
+	is.Equal(d.exit, 2) // the refusal: the server never serves
+	is.Equal(d.events, []string{"wired", "allowed", "confined"})
+	f := d.confiners[0]
+	is.Equal(len(f.bind), 1)
+	is.True(f.bind[0] != 0) // the port the kernel picked for :0
+	u, err := url.Parse(iss.URL)
+	is.NoErr(err)
+	is.Equal(f.connect, []uint16{uint16(atoiT(t, u.Port()))})
+
+	d = dispatchRecorded(t, refusedConfinement(), "", "mcp", "--workspace", ws)
+	is.Equal(d.events, []string{"wired", "confined"}) // over stdio, no port
+}
+
+// atoiT is strconv.Atoi that must succeed.
+func atoiT(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

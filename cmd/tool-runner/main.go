@@ -72,6 +72,9 @@ type confiner interface {
 	// Confine confines the process to what the command opened with the
 	// options needs; an error is coded, and the command must not run.
 	Confine(app.Options) error
+	// Allow adds the TCP ports a command binds and connects to once
+	// confined, which only the opened command knows (mcp --http's).
+	Allow(bind, connect []uint16)
 }
 
 // dispatch opens the command args name over disk, confines it with the
@@ -81,6 +84,12 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "mcp":
 		f := newConfiner(wire.Tools)
 		c, exit := mcp.Open(args[1:], stdout, stderr, f.Wire(disk), moduleVersion(), engine.Settings())
+		if c != nil {
+			// Over HTTP: its own port, and the issuer's key set's.
+			if bind, connect := c.Network(); len(bind)+len(connect) > 0 {
+				f.Allow(bind, connect)
+			}
+		}
 		return runOpened(ctx, c, exit, stdin, f)
 	case "ledger":
 		f := newConfiner(wire.LedgerCheck)

@@ -65,6 +65,8 @@ type Issuer struct {
 	URL   string
 	Clock *Clock
 
+	srv *httptest.Server
+
 	mu        sync.Mutex
 	keys      []Key // published; the last signs
 	fetches   int
@@ -80,9 +82,14 @@ func New(t testing.TB, clock *Clock) *Issuer {
 	i.Rotate(t, "RS256")
 	srv := httptest.NewServer(http.HandlerFunc(i.serve))
 	t.Cleanup(srv.Close)
-	i.URL = srv.URL
+	i.URL, i.srv = srv.URL, srv
 	return i
 }
+
+// DropConnections closes every connection clients hold to the issuer,
+// idle keep-alive ones included, so that the next fetch must connect
+// anew (as a confined server's must).
+func (i *Issuer) DropConnections() { i.srv.CloseClientConnections() }
 
 func (i *Issuer) serve(w http.ResponseWriter, r *http.Request) {
 	i.mu.Lock()

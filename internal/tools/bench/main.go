@@ -23,7 +23,10 @@
 // "tool-runner mcp" session per size, the SDK's client timing each
 // tools/call, next to the in-process floor of the same run. -runner PATH
 // measures a tool-runner built elsewhere (another revision, for a before
-// and after) instead of building this one.
+// and after) instead of building this one. With -load it runs 64 clients
+// at once (-clients) mixing the three tools for 960 calls (-calls) over
+// HTTP, then the same over stdio, and reports throughput, p50 and p99 per
+// tool and the server's peak RSS (load.go).
 package main
 
 import (
@@ -121,6 +124,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	keep := fs.Bool("keep", false, "keep the temporary directory and say where it is")
 	mcpMode := fs.Bool("mcp", false, "measure tools/call of a warm MCP server session instead of one-shot processes")
 	runner := fs.String("runner", "", "measure this tool-runner binary instead of building one")
+	load := fs.Bool("load", false, "measure many clients at once over HTTP, next to the same calls over stdio (load.go)")
+	clients := fs.Int("clients", 64, "with -load: clients at once")
+	calls := fs.Int("calls", 960, "with -load: calls in all, per transport")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -128,7 +134,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *runs < 15 || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: go run ./internal/tools/bench [-runs N (>= 15)] [-keep] [-mcp] [-runner PATH]")
+		fmt.Fprintln(stderr, "usage: go run ./internal/tools/bench [-runs N (>= 15)] [-keep] [-mcp | -load [-clients N] [-calls N]] [-runner PATH]")
 		return 2
 	}
 	b, err := newBench(*keep, *runner)
@@ -137,6 +143,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer b.close(stderr)
+	if *load {
+		if *clients < 1 || *calls < *clients {
+			fmt.Fprintln(stderr, "bench: -load needs -clients >= 1 and -calls >= -clients")
+			return 2
+		}
+		if err := b.runLoad(*clients, *calls, stdout); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		return 0
+	}
 	if *mcpMode {
 		if err := b.runMCP(*runs, stdout); err != nil {
 			fmt.Fprintln(stderr, "bench:", err)
