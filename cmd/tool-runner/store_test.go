@@ -11,8 +11,10 @@ package main
 // they inherit.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -704,4 +707,72 @@ func runCommand(t *testing.T, dir string, args ...string) (exit int, stdout, std
 		t.Fatal(err)
 	}
 	return exit, out.String(), errOut.String()
+}
+
+// A server over HTTP (protocol §14) whose output directory and ledger lie
+// in a bucket is ready while the store answers: /readyz asks it (one
+// listing of each place, and the ledger's last record) and says 503 with
+// IO_OR_NUMERIC_ERROR while it fails, 200 again once it answers, while
+// /healthz stays 200. The server runs confined, reaching the store
+// through its port alone.
+func TestReadinessOverHTTPAsksTheStore(t *testing.T) {
+	is := is.New(t)
+	st := startStore(t, s3test.Options{}, 0)
+	var mu sync.Mutex
+	down := false
+	proxy := st.srv.Proxy(t, func(*http.Request) s3test.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		if down {
+			return s3test.Fail
+		}
+		return s3test.Pass
+	})
+	t.Setenv("AWS_ENDPOINT_URL_S3", proxy)
+	ws := fixture(t)
+	cmd := exec.Command(runnerPath(t), "mcp", "--workspace", ws, "--output-dir", st.url("runs"), "--ledger", st.url("ledger"), "--http", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	is.NoErr(err)
+	is.NoErr(cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	lines := bufio.NewReader(stderr)
+	first, err := lines.ReadString('\n')
+	if strings.HasPrefix(first, "warning: ") {
+		first, err = lines.ReadString('\n')
+	}
+	is.NoErr(err)
+	var l struct {
+		Listening string `json:"listening"`
+	}
+	is.NoErr(json.Unmarshal([]byte(first), &l))
+	go func() { _, _ = io.Copy(io.Discard, lines) }()
+	base := strings.TrimSuffix(l.Listening, "/mcp")
+	status := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		is.NoErr(err)
+		defer resp.Body.Close()
+		var body struct{ Status, Code string }
+		is.NoErr(json.NewDecoder(resp.Body).Decode(&body))
+		return resp.StatusCode, body.Code
+	}
+	code, _ := status("/readyz")
+	is.Equal(code, http.StatusOK)
+
+	mu.Lock()
+	down = true
+	mu.Unlock()
+	code, name := status("/readyz")
+	is.Equal(code, http.StatusServiceUnavailable)
+	is.Equal(name, "IO_OR_NUMERIC_ERROR")
+	code, _ = status("/healthz")
+	is.Equal(code, http.StatusOK) // alive, not ready
+
+	mu.Lock()
+	down = false
+	mu.Unlock()
+	code, _ = status("/readyz")
+	is.Equal(code, http.StatusOK)
 }
