@@ -1,3 +1,5 @@
+//go:build unix
+
 package contracts_test
 
 import (
