@@ -110,18 +110,13 @@ func (h *httpMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	m, refusal := check(body)
-	switch {
-	case m.blank:
-		refusal = rpcError(nil, jsonrpc.CodeParseError, "Parse error: the body is empty")
-	case refusal == nil && m.drop:
-		w.WriteHeader(http.StatusAccepted) // a cancellation that names no call
+	m, refusal := checkBody(body)
+	if refusal != nil {
+		remote.Refuse(w, refusal)
 		return
 	}
-	if refusal != nil {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(refusal)
+	if m.drop {
+		w.WriteHeader(http.StatusAccepted) // a cancellation that names no call
 		return
 	}
 	if m.call {
@@ -140,6 +135,27 @@ func (h *httpMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(m.body))
 	r.ContentLength = int64(len(m.body))
 	h.sdk.ServeHTTP(w, r)
+}
+
+// checkBody is check for a POST body: a blank one is -32700, since a
+// request must be answered, where a blank line over stdio is skipped.
+func checkBody(body []byte) (message, []byte) {
+	m, refusal := check(body)
+	if m.blank {
+		refusal = rpcError(nil, jsonrpc.CodeParseError, "Parse error: the body is empty")
+	}
+	return m, refusal
+}
+
+// readBody is the front's reading of a POST body (remote.Options.Read):
+// the checker's, so that the scope is decided on the method and tool the
+// SDK will run, and a body the SDK could read two ways (a batch, a member
+// name twice outside the arguments, a string that is not Unicode there) is
+// refused before it, with the JSON-RPC error a stdio line of the same bytes
+// gets.
+func readBody(body []byte) (method, tool string, refusal []byte) {
+	m, refusal := checkBody(body)
+	return m.method, m.tool, refusal
 }
 
 // jsonBody reports a body sent as application/json, the one media type
@@ -285,7 +301,7 @@ func (s *Server) openHTTP() error {
 		return err
 	}
 	o := frontOptions(h)
-	o.MCP, o.Stderr, o.CancelCalls, o.Ready = handler, s.stderr, handler.cancelCalls, s.ready
+	o.MCP, o.Stderr, o.CancelCalls, o.Ready, o.Read = handler, s.stderr, handler.cancelCalls, s.ready, readBody
 	if o.Auth != nil {
 		v, err := oauth.New(context.Background(), oauth.Config{Issuer: h.AuthIssuer, Audience: h.AuthAudience, JWKSFile: h.AuthJWKS,
 			AllowHTTP: remote.Loopback(h.Addr), Clock: serviceClock{s.svc}})
