@@ -39,10 +39,10 @@ import (
 //   - It runs the checker of protocol §9.7 on the body (check.go), and
 //     answers a refused body itself: the JSON-RPC error as the body, with
 //     HTTP status 400. A body with nothing but white space is -32700.
-//     Behind the front, a body the front cannot read as one message (not
-//     JSON, a batch, a member name twice at any depth) never gets here:
-//     it is the front's 400 bad_body, so that the scope is decided on the
-//     reading the SDK makes.
+//     The front runs the same checker first (readBody, its Options.Read),
+//     to decide the scope on the method and tool the SDK will run, and
+//     answers a refusal the same way, so a refused body behind the front
+//     never gets here; the second run costs one linear pass.
 //   - It bounds the load across all connections: every call counts what it
 //     holds (message.heldBytes) against the same 16 MiB as over stdio until
 //     its answer is written; a call that does not fit is 503 with

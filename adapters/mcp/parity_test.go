@@ -129,8 +129,9 @@ func TestHTTPAnswersEachBodyAsStdioAnswersTheSameLine(t *testing.T) {
 			}
 			is.Equal(got, want)                                                                                              // the HTTP answer is the stdio answer
 			is.Equal(answer{code: want.code, id: want.id, tool: want.tool}, answer{code: tt.code, id: tt.id, tool: tt.tool}) // and the one the protocol gives
-			if want.code != 0 && want.code != -32602 {
-				is.Equal(r.status, http.StatusBadRequest) // refused before the SDK
+			if want.code != 0 && want.code != -32602 { // refused before the SDK
+				is.Equal(r.status, http.StatusBadRequest)
+				is.Equal(string(r.body), stdio[0]) // byte for byte the stdio line
 			}
 			var stdioRecs, httpRecs [][3]any
 			for _, rec := range stdioRecords(t, w)[stdioBefore:] {
