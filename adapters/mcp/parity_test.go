@@ -54,6 +54,9 @@ func recordOf(r map[string]any) [3]any {
 	return [3]any{r["tool"], r["code"], r["input_sha256"]}
 }
 
+// initialize is the first line of a raw stdio session.
+const initialize = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
 // stdioRecords is the in-memory ledger's records; none before the first.
 func stdioRecords(t *testing.T, w *world) []map[string]any {
 	t.Helper()
@@ -73,7 +76,6 @@ func TestHTTPAnswersEachBodyAsStdioAnswersTheSameLine(t *testing.T) {
 	token := h.token(t, scopeBoth)
 	w := newWorld(t)
 	svc := w.service("--output-dir", "runs", "--ledger", "calls.jsonl")
-	const initialize = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 	list := func(extra string) string { return `{"jsonrpc":"2.0","id":7` + extra + `,"method":"tools/list"}` }
 	tests := []struct {
 		name, body string
@@ -127,8 +129,9 @@ func TestHTTPAnswersEachBodyAsStdioAnswersTheSameLine(t *testing.T) {
 			} else {
 				got = answerOf(t, r.body)
 			}
-			is.Equal(got, want)                                                                                              // the HTTP answer is the stdio answer
-			is.Equal(answer{code: want.code, id: want.id, tool: want.tool}, answer{code: tt.code, id: tt.id, tool: tt.tool}) // and the one the protocol gives
+			is.Equal(got, want) // the HTTP answer is the stdio answer
+			// and the one the protocol gives
+			is.Equal(answer{code: want.code, id: want.id, tool: want.tool}, answer{code: tt.code, id: tt.id, tool: tt.tool})
 			if want.code != 0 && want.code != -32602 { // refused before the SDK
 				is.Equal(r.status, http.StatusBadRequest)
 				is.Equal(string(r.body), stdio[0]) // byte for byte the stdio line
