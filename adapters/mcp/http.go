@@ -166,9 +166,9 @@ func jsonBody(r *http.Request) bool {
 }
 
 // scopeOf is the scope a message needs (protocol §14): metricproof:run
-// for a tools/call of analyze, metricproof:read for anything else. The
-// front reads the method and the tool from the body as the SDK does, and
-// refuses a body it cannot read so.
+// for a tools/call of analyze, metricproof:read for anything else, given
+// the method and tool readBody read (a body it refuses has no scope: it
+// is answered before).
 func scopeOf(method, tool string) string {
 	if method == "tools/call" && tool == protocol.ToolAnalyze {
 		return remote.ScopeRun

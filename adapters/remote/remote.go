@@ -10,10 +10,9 @@
 // the body read once and bounded (413), its one JSON-RPC message read by
 // Options.Read as the MCP server reads it (400 with the JSON-RPC error the
 // server gives those bytes over stdio), the scope its call needs (403),
-// and the verified
-// token handed to the SDK, which gives it to the tool handler as
-// RequestExtra.TokenInfo. The metadata document of RFC 9728
-// is served at /.well-known/oauth-protected-resource/mcp. A refused request
+// and the verified token handed to the SDK, which gives it to the tool
+// handler as RequestExtra.TokenInfo. The metadata document of RFC 9728 is
+// served at /.well-known/oauth-protected-resource/mcp. A refused request
 // never reaches the MCP handler: nothing runs, nothing is written.
 //
 // [Listen] checks the options and binds; [Server.Serve] prints the one
