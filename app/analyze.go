@@ -93,17 +93,18 @@ func (s *Service) Analyze(ctx context.Context, runID, digest string, hold *Ledge
 			beside(&result)
 		}()
 	}
-	if err := s.commit(ctx, out, runID, digest, files, hold); err != nil {
+	where, err := s.commit(ctx, out, runID, digest, files, hold)
+	if err != nil {
 		return Run{}, err // beside's work is not wanted
 	}
 	<-done
 	run := Run{ID: runID, Result: result, ResultSHA256: resultSum, Artifacts: Artifacts{
-		Result:    join(out, runID, ports.ResultFile),
-		Receipt:   join(out, runID, ports.ReceiptFile),
-		Checksums: join(out, runID, ports.ChecksumsFile),
+		Result:    where(ports.ResultFile),
+		Receipt:   where(ports.ReceiptFile),
+		Checksums: where(ports.ChecksumsFile),
 	}}
 	if s.signingKey != nil {
-		run.Artifacts.Attestation = join(out, runID, ports.AttestationFile)
+		run.Artifacts.Attestation = where(ports.AttestationFile)
 	}
 	for _, f := range files {
 		run.Files = append(run.Files, RunFile{RunID: runID, Name: f.Name, Size: len(f.Data)})
@@ -172,18 +173,19 @@ func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, result
 
 // commit writes the run under the writer lock: collision check, staged and
 // synced files, sources and cancel marker re-checked, then the no-replace
-// rename. Whatever fails, the writer's Close removes what it staged.
+// rename. Whatever fails, the writer's Close removes what it staged. where
+// names each file of the committed run as the answer's artifacts do.
 //
 // With a ledger, the ledger's lock is taken once the run is staged, and
 // the last checks, the ledger's last record, the rename and then the
 // call's record are made under it (protocol §11.5): a lock not had within
 // the wait, or a ledger found damaged there, commits nothing, so no wait
 // ever leaves a committed run without its record.
-func (s *Service) commit(ctx context.Context, out ports.Location, runID, digest string, files []ports.File, hold *LedgerHold) (err error) {
+func (s *Service) commit(ctx context.Context, out ports.Location, runID, digest string, files []ports.File, hold *LedgerHold) (where func(name string) string, err error) {
 	dir, runPath := out.Rel, join(out, runID)
 	w, werr := s.p.Evidence.OpenWriter(dir)
 	if werr != nil {
-		return writeFault(dir, werr)
+		return nil, writeFault(dir, werr)
 	}
 	defer func() {
 		// After a commit the run stands whatever Close says; before one, a
@@ -195,43 +197,43 @@ func (s *Service) commit(ctx context.Context, out ports.Location, runID, digest 
 	if runPath == s.ledger {
 		// The ledger may lie in O itself, where its name may
 		// be a run ID: that run would take the ledger's place.
-		return protocol.Errorf(protocol.OutputCollision, "%s is the call ledger's path, kept for it even before its first record: use a new run ID", runPath)
+		return nil, protocol.Errorf(protocol.OutputCollision, "%s is the call ledger's path, kept for it even before its first record: use a new run ID", runPath)
 	}
 	exists, werr := w.Exists(runID)
 	if werr != nil {
-		return writeFault(runPath, werr)
+		return nil, writeFault(runPath, werr)
 	}
 	if exists {
-		return writeFault(runPath, ports.ErrExists)
+		return nil, writeFault(runPath, ports.ErrExists)
 	}
 	if werr := w.Stage(files); werr != nil {
-		return writeFault(dir, werr)
+		return nil, writeFault(dir, werr)
 	}
 	if s.ledger != "" {
 		if err := s.holdLedger(ctx, hold); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	again, rerr := s.sources.read()
 	if rerr != nil {
-		return sourceFault(fileOf(rerr), rerr)
+		return nil, sourceFault(fileOf(rerr), rerr)
 	}
 	if again.digest() != digest {
-		return protocol.Errorf(protocol.StaleContext, "the sources changed while the run was being written; nothing was committed: "+
+		return nil, protocol.Errorf(protocol.StaleContext, "the sources changed while the run was being written; nothing was committed: "+
 			"call inspect_inputs again and pass the source_digest it returns")
 	}
 	if err := s.checkCancel(ctx, "before the commit"); err != nil {
-		return err
+		return nil, err
 	}
 	if s.ledger != "" {
 		if err := s.recheckLedger(hold); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if werr := w.Commit(runID); werr != nil {
-		return writeFault(runPath, werr)
+		return nil, writeFault(runPath, werr)
 	}
-	return nil
+	return func(name string) string { return w.Where(runID, name) }, nil
 }
 
 // writeFault is a failure to write the run, subject being the output
@@ -252,10 +254,17 @@ func writeFault(subject string, err error) *protocol.Error {
 		return protocol.Errorf(protocol.PathBoundary, "the output directory or its lock file leads out of the output directory (a symlink put there after the path was checked?); nothing was written: remove it, or choose another output directory")
 	case errors.Is(err, ports.ErrInsideEvidence):
 		return protocol.Errorf(protocol.PathBoundary, "the output directory %s became a run or lies inside one while this call was reading the sources; nothing was written: choose an output directory outside every run", subject)
+	case errors.Is(err, ports.ErrNoBucket):
+		return noBucket("the output directory")
+	case errors.Is(err, ports.ErrMaybeCommitted) && errors.Is(err, ports.ErrOutcomeUnknown):
+		// A store's commit whose answer was lost, and a read could not
+		// tell whether it took effect. (A staged file's lost answer
+		// commits nothing: the default below.)
+		return protocol.Errorf(protocol.IOOrNumericError, "the commit of run %s was sent to the store, and its answer was lost%s; the store could not be asked afterwards, so the run may be committed: verify it with verify_result before you rely on it or retry (a retry with the same run ID answers OUTPUT_COLLISION if it was)", subject, because(err))
 	case errors.Is(err, ports.ErrMaybeCommitted):
 		return protocol.Errorf(protocol.IOOrNumericError, "the run %s was renamed into place, but making it durable failed%s and it could not be moved back out of sight: the run may be committed, and may not survive a crash of the machine: verify it with verify_result before you rely on it (a retry with the same run ID answers OUTPUT_COLLISION while it stands)", subject, because(err))
 	case errors.Is(err, ports.ErrNoReplaceUnsupported):
 		return protocol.Errorf(protocol.IOOrNumericError, "the filesystem of %s cannot rename without replacing, so no commit is safe; nothing was committed", subject)
 	}
-	return protocol.Errorf(protocol.IOOrNumericError, "writing the run in %s failed%s; nothing was committed", subject, because(err))
+	return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "writing the run in %s failed%s; nothing was committed", subject, because(err)))
 }

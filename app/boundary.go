@@ -66,13 +66,17 @@ func join(loc ports.Location, names ...string) string {
 	return path.Join(append([]string{loc.Rel}, names...)...)
 }
 
-// dirOf is the directory a location lies in, or the prefix a store's key
-// does.
+// dirOf is the directory a location lies in, or the prefix a store's
+// place does: "" for a bucket itself, which lies in none (the "//" of the
+// URL's scheme is no directory).
 func dirOf(loc ports.Location) string {
-	if i := strings.LastIndex(loc.Rel, "/"); loc.Store && i > 0 {
+	if !loc.Store {
+		return path.Dir(loc.Rel)
+	}
+	if i := strings.LastIndex(loc.Rel, "/"); i > 0 && loc.Rel[i-1] != '/' {
 		return loc.Rel[:i]
 	}
-	return path.Dir(loc.Rel)
+	return ""
 }
 
 // outputFault is an output directory that could not be resolved.
@@ -138,54 +142,69 @@ func (s places) clearOfEvidence(rel, what string) error {
 // directory, nor lie in a directory that is or sits inside a run; a
 // read-only service checks any file (one a tool call made included:
 // runs/result.json, its directory looking like a run's because of the
-// ledger itself).
-func (s places) ledgerLocation() (string, error) {
+// ledger itself). A ledger in object storage is held to storeLedger's
+// rules instead.
+func (s places) ledgerLocation() (ports.Location, error) {
 	loc, err := s.paths.Resolve(s.opts.Ledger)
 	if err != nil {
-		return "", ledgerPlaceFault(err)
+		return ports.Location{}, ledgerPlaceFault(err)
 	}
-	// elsewhere is a refusal of the ledger's place, with the way out.
-	elsewhere := func(format string, args ...any) error {
-		return protocol.Errorf(protocol.PathBoundary, "%s; give --ledger another path", fmt.Sprintf(format, args...))
-	}
-	if err := s.writable(loc.Rel, "the ledger"); err != nil && !loc.Store {
-		return "", elsewhere("%v", err) // an object store has no workspace folders
-	}
-	dirRel := dirOf(loc)
 	var out *ports.Location
 	if s.opts.OutputDir != "" {
 		if o, err := s.paths.Resolve(s.opts.OutputDir); err == nil {
 			out = &o
 		}
 	}
+	if out != nil && out.Store != loc.Store && !s.opts.ReadOnly {
+		// A record names its run by ID alone: the runs a ledger records
+		// must all be where one run ID is taken once.
+		return ports.Location{}, protocol.Errorf(protocol.InvalidOptions, "--ledger and --output-dir must both name object storage or both name the disk, so that every run the ledger records lies where its run ID is taken once: move the other one")
+	}
+	// elsewhere is a refusal of the ledger's place, with the way out.
+	elsewhere := func(format string, args ...any) error {
+		return protocol.Errorf(protocol.PathBoundary, "%s; give --ledger another path", fmt.Sprintf(format, args...))
+	}
+	below := func(dirRel string) bool {
+		return out != nil && (loc.Rel == out.Rel || dirRel != out.Rel && within(dirRel, out.Rel))
+	}
+	if loc.Store {
+		if below(dirOf(loc)) {
+			return ports.Location{}, elsewhere("the ledger may lie in the output directory itself or outside it, never below it")
+		}
+		return loc, nil
+	}
+	if err := s.writable(loc.Rel, "the ledger"); err != nil {
+		return ports.Location{}, elsewhere("%v", err)
+	}
+	dirRel := dirOf(loc)
 	if !s.opts.ReadOnly {
 		name := path.Base(loc.Rel)
 		switch {
 		case name == ports.LockFile:
 			// Appends would wait on analyze's writer lock, and analyze on them.
-			return "", elsewhere("the ledger may not be a writer lock file (%s)", ports.LockFile)
+			return ports.Location{}, elsewhere("the ledger may not be a writer lock file (%s)", ports.LockFile)
 		case out != nil && dirRel == out.Rel && slices.Contains(ports.RunFileNames(), name):
 			// Its directory would then look like a run's, and every later
 			// call would refuse the output directory and the ledger.
-			return "", elsewhere("the ledger may not take the name of a run file (%s) directly in the output directory", name)
+			return ports.Location{}, elsewhere("the ledger may not take the name of a run file (%s) directly in the output directory", name)
 		}
-		if err := s.clearOfEvidence(dirRel, "the ledger's directory"); err != nil && !loc.Store {
-			return "", elsewhere("%v", err)
+		if err := s.clearOfEvidence(dirRel, "the ledger's directory"); err != nil {
+			return ports.Location{}, elsewhere("%v", err)
 		}
 	}
-	if out != nil && (loc.Rel == out.Rel || dirRel != out.Rel && within(dirRel, out.Rel)) {
-		return "", elsewhere("the ledger may lie in the output directory itself or outside it, never below it")
+	if below(dirRel) {
+		return ports.Location{}, elsewhere("the ledger may lie in the output directory itself or outside it, never below it")
 	}
 	dir, err := s.paths.Resolve(dirRel)
 	switch {
 	case err != nil:
-		return "", ledgerPlaceFault(err)
+		return ports.Location{}, ledgerPlaceFault(err)
 	case !dir.Exists || !dir.Dir:
-		return "", ledgerPlaceFault(ports.ErrMissing)
+		return ports.Location{}, ledgerPlaceFault(ports.ErrMissing)
 	case loc.Exists && !loc.Regular:
-		return "", ledgerPlaceFault(ports.ErrNotRegular)
+		return ports.Location{}, ledgerPlaceFault(ports.ErrNotRegular)
 	}
-	return loc.Rel, nil
+	return loc, nil
 }
 
 // ledgerPlaceFault is a ledger path that could not be resolved to a place

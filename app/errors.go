@@ -55,6 +55,19 @@ func sourceFault(name string, err error) *protocol.Error {
 	return protocol.Errorf(protocol.IOOrNumericError, "%s could not be read%s", name, because(err))
 }
 
+// optionFault is an option naming a place in object storage that the
+// composition could not open (protocol §15.5): INVALID_OPTIONS, decided
+// before any request, unrecorded.
+func optionFault(e *OptionError) *protocol.Error {
+	switch {
+	case errors.Is(e.Err, ports.ErrStoreURL):
+		return protocol.Errorf(protocol.InvalidOptions, "%s is not a store's URL: s3://BUCKET or s3://BUCKET/PREFIX, the bucket 3 to 63 lowercase letters, digits, dots and hyphens, the prefix plain names (none empty, . or .., none starting with %s or %s, no control character, backslash, ?, # or %%)", e.Option, ".attempt-", ports.PendingPrefix)
+	case errors.Is(e.Err, ports.ErrNoCredentials):
+		return protocol.Errorf(protocol.InvalidOptions, "%s names object storage, and the standard AWS environment and files hold no credentials this program could use: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (docs/team.md says what they must be allowed)", e.Option)
+	}
+	return protocol.Errorf(protocol.InvalidOptions, "%s names object storage, and the standard AWS configuration (AWS_* environment variables, the config and credentials files) could not be read or names no region: set AWS_REGION (and AWS_ENDPOINT_URL_S3 for a server of your own), or correct the profile", e.Option)
+}
+
 // workspaceFault is a workspace that could not be opened.
 func workspaceFault(err error) *protocol.Error {
 	switch {
@@ -85,10 +98,36 @@ func runFault(runID, name string, err error) *protocol.Error {
 	switch {
 	case errors.Is(err, ports.ErrOutside):
 		return protocol.Errorf(protocol.PathBoundary, "the run resolves outside the workspace")
+	case errors.Is(err, ports.ErrNoBucket):
+		return noBucket("the output directory")
 	case name != "":
-		return protocol.Errorf(protocol.IOOrNumericError, "%s of run %s could not be read%s", name, runID, because(err))
+		return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "%s of run %s could not be read%s", name, runID, because(err)))
 	}
-	return protocol.Errorf(protocol.IOOrNumericError, "the run %s could not be read%s", runID, because(err))
+	return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the run %s could not be read%s", runID, because(err)))
+}
+
+// placeFault is a place in object storage, what ("the output directory",
+// "the ledger"), that its store would not serve when asked once (Reach).
+func placeFault(what string, err error) *protocol.Error {
+	if errors.Is(err, ports.ErrNoBucket) {
+		return noBucket(what)
+	}
+	return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "%s could not be listed in its store%s", what, because(err)))
+}
+
+// noBucket is a place in object storage, what, whose bucket the store
+// says it does not have: a fault of the option, which no retry mends.
+func noBucket(what string) *protocol.Error {
+	return protocol.Errorf(protocol.InvalidOutput, "the bucket of %s does not exist in its store; nothing was read or written: create it (docs/team.md says how), or correct the option's URL", what)
+}
+
+// retryableIf marks e retryable when err is a store that did not answer
+// (ports.ErrUnavailable): the same call may then succeed (protocol §15.4).
+func retryableIf(err error, e *protocol.Error) *protocol.Error {
+	if errors.Is(err, ports.ErrUnavailable) {
+		e.Retryable = true
+	}
+	return e
 }
 
 // because names the cause of an I/O failure in words the operator can act
@@ -96,7 +135,7 @@ func runFault(runID, name string, err error) *protocol.Error {
 // left on the device: free space on that file system, then retry)". It
 // never shows an OS error's own text, which may hold a path.
 func because(err error) string {
-	for _, cause := range ports.IOCauses() {
+	for _, cause := range append(ports.StoreCauses(), ports.IOCauses()...) {
 		if !errors.Is(err, cause) {
 			continue
 		}
@@ -118,6 +157,9 @@ func remedies() map[error]string {
 		ports.ErrPermission:  "give the user running tool-runner access there, or choose another place",
 		ports.ErrNameTooLong: "choose a shorter path",
 		ports.ErrPlatform:    "analyze, and any call or check with a ledger, need Linux or macOS; inspect_inputs and verify_result work here",
+		ports.ErrNoBucket:    "create it (docs/team.md says how), or correct the option's URL",
+		ports.ErrStoreDenied: "give them what docs/team.md lists (to create, read and list objects), or set others",
+		ports.ErrUnavailable: "retry; if it persists, check that the store is up and that AWS_ENDPOINT_URL_S3 (or AWS's own endpoint) reaches it",
 	}
 }
 

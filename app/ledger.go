@@ -58,11 +58,11 @@ func (s *Service) CheckLedger(ctx context.Context) error {
 	if s.ledger == "" {
 		return nil
 	}
-	rel, err := s.places.ledgerLocation()
+	loc, err := s.places.ledgerLocation()
 	if err != nil {
 		return err
 	}
-	if rel != s.ledger {
+	if loc.Rel != s.ledger {
 		return protocol.Errorf(protocol.PathBoundary, "the ledger now resolves elsewhere than when this process started; nothing was run: restore its directory, or start again with --ledger naming the place you mean")
 	}
 	last, err := s.ledgerFile.LastLine(ctx)
@@ -93,8 +93,10 @@ func ledgerReadFault(err error) *protocol.Error {
 		return protocol.Errorf(protocol.IOOrNumericError, "this call waited %d minutes for a shared lock on the ledger, to read its last record, while other calls kept being recorded, and its turn did not come; nothing was run: %s", ledgerWaitMinutes, retryAfterTheBurst)
 	case errors.Is(err, ports.ErrLinked):
 		return protocol.Errorf(protocol.InvalidOutput, "%s; nothing was run", ledgerLinked)
+	case errors.Is(err, ports.ErrNoBucket):
+		return noBucket("the ledger")
 	}
-	return protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read%s; nothing was run", because(err))
+	return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read%s; nothing was run", because(err)))
 }
 
 // LedgerHold is one call's hold on the ledger's lock; its zero value holds
@@ -155,7 +157,7 @@ func (s *Service) recheckLedger(hold *LedgerHold) error {
 	last, err := hold.held.LastLine()
 	if err != nil {
 		hold.unrecorded = true
-		return protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read under its lock before the commit%s; nothing was committed, and the call was not recorded", because(err))
+		return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read under its lock before the commit%s; nothing was committed, and the call was not recorded", because(err)))
 	}
 	if last == nil {
 		return nil
@@ -244,7 +246,7 @@ func appendFault(err error) *protocol.Error {
 	case errors.Is(err, ports.ErrTornRemains):
 		return protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s, and a torn part of the record stays at the end of the ledger, which could not be cut back: every call answers LEDGER_TAMPERED until it is repaired: inspect it with tool-runner ledger, and see README on repairing it", because(err))
 	}
-	return protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s", because(err))
+	return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s", because(err)))
 }
 
 // LedgerReport is what "tool-runner ledger" says of a whole ledger.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"io"
 
 	"github.com/metricproof/metricproof/ports"
@@ -41,10 +42,29 @@ type Ports struct {
 	Cancel ports.Canceller
 	Clock  ports.Clock
 	Engine ports.Engine
+	// Reach, set when an option names a place in object storage, asks
+	// the store once whether it answers at rel, a Location.Rel with Store
+	// set (protocol §15): the one read a server makes at start and for
+	// its readiness. Its errors are the ports' words for a store.
+	Reach func(ctx context.Context, rel string) error
 }
 
 // Wire opens the adapters for the operator's options: the composition
 // root's one job. It reports ports.ErrMissing or ports.ErrNotDir when the
-// workspace is not an existing directory. The closer releases what it
+// workspace is not an existing directory, and an *OptionError when an
+// option names a place it cannot open. The closer releases what it
 // opened.
 type Wire func(Options) (Ports, io.Closer, error)
+
+// OptionError is a Wire's refusal of an option whose value names a place
+// in object storage that cannot be used as given, found before any
+// request: Option is the option ("--output-dir", "--ledger"), and Err
+// the ports' word for why (ports.ErrStoreURL, ports.ErrStoreConfig,
+// ports.ErrNoCredentials).
+type OptionError struct {
+	Option string
+	Err    error
+}
+
+func (e *OptionError) Error() string { return e.Option + ": " + e.Err.Error() }
+func (e *OptionError) Unwrap() error { return e.Err }

@@ -98,7 +98,8 @@ func Disclaimer() []Disclaimed {
 // the run exactly as verify_result does, checks the ledger's chain when
 // --ledger is given, and gathers the page. It writes nothing and changes
 // no mode. The error is for no page: an option fault (the output
-// directory's place, a ledger that cannot be read) or CANCELLED, wherever
+// directory's place, a ledger that cannot be read, a store that does not
+// answer when first asked) or CANCELLED, wherever
 // the signal stopped it (a cancelled check found nothing at fault, so no
 // page may say so); a run missing, damaged or tampered with is the page's
 // Fault.
@@ -108,7 +109,16 @@ func (s *Service) Review(ctx context.Context, runID string) (r Review, err error
 			r, err = Review{}, protocol.Errorf(protocol.InternalError, "the engine failed unexpectedly while it verified the run; nothing was written")
 		}
 	}()
-	if _, err := s.places.outputLocation(false); err != nil {
+	out, err := s.places.outputLocation(false)
+	if err != nil {
+		return Review{}, err
+	}
+	// A store that does not answer gives no page, rather than one that
+	// says the run failed a check: the run was not judged.
+	if err := s.reach(ctx, out.Rel, out.Store, "the output directory"); err != nil {
+		return Review{}, err
+	}
+	if err := s.reach(ctx, s.ledger, s.ledgerInStore, "the ledger"); err != nil {
 		return Review{}, err
 	}
 	r = Review{RunID: runID, TrustedKey: s.trustedKey != nil, Disclaimer: Disclaimer()}

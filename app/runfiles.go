@@ -96,8 +96,11 @@ func (s *Service) Runs(ctx context.Context, after string, n int) ([]ports.Listed
 		return nil, false, nil
 	}
 	listed, err := s.p.Evidence.ListRuns(out.Rel)
-	if err != nil {
-		return nil, false, protocol.Errorf(protocol.IOOrNumericError, "the output directory could not be listed%s", because(err))
+	switch {
+	case errors.Is(err, ports.ErrNoBucket):
+		return nil, false, noBucket("the output directory")
+	case err != nil:
+		return nil, false, retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the output directory could not be listed%s", because(err)))
 	}
 	var runs []ports.ListedRun
 	for _, r := range listed {

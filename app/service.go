@@ -23,6 +23,9 @@ type Service struct {
 	// ledger is the ledger's resolved workspace-relative path; empty
 	// without --ledger.
 	ledger string
+	// ledgerInStore: the ledger lies in object storage, and ledger is
+	// its URL.
+	ledgerInStore bool
 	// ledgerFile is the ledger, its directory opened once by Open: every
 	// access to it after that goes through this handle (protocol §11).
 	ledgerFile ports.Ledger
@@ -45,7 +48,11 @@ func Open(o Options, wire Wire) (s *Service, err error) {
 		}
 	}()
 	p, closer, werr := wire(o)
-	if werr != nil {
+	var oe *OptionError
+	switch {
+	case errors.As(werr, &oe):
+		return nil, optionFault(oe)
+	case werr != nil:
 		return nil, workspaceFault(werr)
 	}
 	s = &Service{p: p, closer: closer, opts: o, sources: sources{port: p.Sources}, places: places{paths: p.Paths, opts: o}}
@@ -54,17 +61,17 @@ func Open(o Options, wire Wire) (s *Service, err error) {
 		return nil, err
 	}
 	if o.Ledger != "" {
-		rel, err := s.places.ledgerLocation()
+		loc, err := s.places.ledgerLocation()
 		if err != nil {
 			s.Close()
 			return nil, err
 		}
-		l, err := p.Ledger.OpenLedger(rel)
+		l, err := p.Ledger.OpenLedger(loc.Rel)
 		if err != nil {
 			s.Close()
 			return nil, ledgerPlaceFault(err)
 		}
-		s.ledger, s.ledgerFile = rel, l
+		s.ledger, s.ledgerInStore, s.ledgerFile = loc.Rel, loc.Store, l
 	}
 	return s, nil
 }
@@ -90,13 +97,18 @@ func (s *Service) Now() time.Time { return s.p.Clock.Now() }
 // that a server that could answer no analyze does not start; each call
 // checks again.
 func (s *Service) CheckPaths() error {
+	ctx := context.Background()
 	if s.opts.OutputDir != "" {
-		if _, err := s.places.outputLocation(true); err != nil {
+		out, err := s.places.outputLocation(true)
+		if err != nil {
+			return err
+		}
+		if err := s.reach(ctx, out.Rel, out.Store, "the output directory"); err != nil {
 			return err
 		}
 	}
 	if s.opts.CancelFile != "" {
-		if _, err := s.p.Cancel.Cancelled(context.Background()); err != nil {
+		if _, err := s.p.Cancel.Cancelled(ctx); err != nil {
 			return markerFault(err)
 		}
 	}
@@ -104,9 +116,25 @@ func (s *Service) CheckPaths() error {
 		if _, err := s.places.ledgerLocation(); err != nil {
 			return err
 		}
+		if err := s.reach(ctx, s.ledger, s.ledgerInStore, "the ledger"); err != nil {
+			return err
+		}
 	}
 	if _, err := s.p.Engine.Identity(); err != nil {
 		return engineFault()
+	}
+	return nil
+}
+
+// reach asks the store of a place in object storage (rel, a Location.Rel
+// with inStore set), what, once whether it serves it; a place on disk
+// passes.
+func (s *Service) reach(ctx context.Context, rel string, inStore bool, what string) error {
+	if !inStore || s.p.Reach == nil {
+		return nil
+	}
+	if err := s.p.Reach(ctx, rel); err != nil {
+		return placeFault(what, err)
 	}
 	return nil
 }

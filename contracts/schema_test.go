@@ -745,9 +745,14 @@ func TestPatternsAcceptAndRefuseTheRightStrings(t *testing.T) {
 			[]string{strings.Repeat("A", 85) + "g=="},
 			[]string{strings.Repeat("A", 85) + "h==", strings.Repeat("A", 87) + "=", strings.Repeat("A", 84) + "g=="}},
 		{"artifact", artifacts["result"].(map[string]any),
-			[]string{"runs/demo/demo-001/result.json", "out/r1/result.json", ".hidden/r1/result.json", "a b/r1/result.json"},
+			[]string{"runs/demo/demo-001/result.json", "out/r1/result.json", ".hidden/r1/result.json", "a b/r1/result.json",
+				"s3://evidence/runs/.attempt-0123456789abcdef01234567/result.json", "s3://evidence/.attempt-0123456789abcdef01234567/result.json",
+				"s3://my.bucket-1/team/runs/.attempt-0123456789abcdef01234567/result.json"},
 			[]string{"/tmp/w/runs/r1/result.json", "r1/result.json", "../runs/r1/result.json", "runs/../r1/result.json", "./runs/r1/result.json",
-				"runs//r1/result.json", `runs\r1\result.json`, "runs/r1/result.jsonx", "runs/-r1/result.json"}},
+				"runs//r1/result.json", `runs\r1\result.json`, "runs/r1/result.jsonx", "runs/-r1/result.json",
+				"s3://evidence/runs/r1/result.json", "s3://Evidence/runs/.attempt-0123456789abcdef01234567/result.json",
+				"s3://ev/.attempt-0123456789abcdef01234567/result.json", "s3://evidence/runs/.attempt-0123/result.json",
+				"s3://evidence//.attempt-0123456789abcdef01234567/result.json", "s3://evidence/runs/.attempt-0123456789ABCDEF01234567/result.json"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -221,6 +221,12 @@ type EvidenceWriter interface {
 	// ErrMaybeCommitted: the run stays visible and whole, and may or may
 	// not survive a crash.
 	Commit(runID string) error
+	// Where names the file name of the run runID that this writer
+	// committed, as an answer's artifacts name it (protocol §3): dir/runID/name
+	// in a workspace; in an object store, the URL of the object that
+	// holds it. It asks nothing of the store, and may be called after
+	// Close.
+	Where(runID, name string) string
 	// Close removes the pending directory if it was not committed and
 	// releases the lock. The lock file stays.
 	Close() error

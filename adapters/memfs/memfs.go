@@ -226,6 +226,9 @@ func (ew *writer) path(name string) string {
 	return ew.ws.abs(path.Join(ew.dir, name))
 }
 
+// Where implements ports.EvidenceWriter.
+func (ew *writer) Where(runID, name string) string { return path.Join(ew.dir, runID, name) }
+
 func (ew *writer) Exists(runID string) (bool, error) {
 	_, err := ew.ws.fs.Stat(ew.path(runID))
 	if errors.Is(err, fs.ErrNotExist) {

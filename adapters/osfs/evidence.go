@@ -27,7 +27,7 @@ func (w *Workspace) OpenWriter(dir string) (_ ports.EvidenceWriter, err error) {
 	if err != nil {
 		return nil, err
 	}
-	ew := &writer{ws: w, out: out, created: created}
+	ew := &writer{ws: w, dir: dir, out: out, created: created}
 	if ew.dirFile, err = out.Open("."); err != nil {
 		ew.release()
 		return nil, err
@@ -169,12 +169,16 @@ func holdsNoRunFile(d *os.Root) error {
 // writer holds the lock on one output directory.
 type writer struct {
 	ws      *Workspace
+	dir     string // the output directory, workspace-relative
 	out     *os.Root
 	dirFile *os.File // the output directory, for fsync and renameat2
 	lock    *os.File
 	created []string // directories OpenWriter created, outermost first
 	pending string   // name of this writer's pending directory, once staged
 }
+
+// Where implements ports.EvidenceWriter.
+func (ew *writer) Where(runID, name string) string { return path.Join(ew.dir, runID, name) }
 
 func (ew *writer) Exists(runID string) (_ bool, err error) {
 	defer func() { err = withCause(err) }()

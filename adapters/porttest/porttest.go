@@ -291,7 +291,8 @@ func EvidenceStore(t *testing.T, newSubject Factory) {
 		is.Equal(s.List("runs/demo/r1"), nil) // nothing visible before the commit
 		is.NoErr(w.Commit("r1"))
 		is.NoErr(w.Close())
-		is.Equal(s.List("runs/demo"), []string{".writer.lock", "r1"}) // no pending directory left
+		is.Equal(w.Where("r1", "result.json"), "runs/demo/r1/result.json") // the path of the file in the run directory
+		is.Equal(s.List("runs/demo"), []string{".writer.lock", "r1"})      // no pending directory left
 		is.Equal(s.List("runs/demo/r1"), []string{"checksums.json", "receipt.json", "result.json"})
 
 		run, err := s.Evidence.ReadRun("runs/demo", "r1", names, 1024)

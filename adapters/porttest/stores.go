@@ -64,6 +64,13 @@ func Runs(t *testing.T, newStore func(t *testing.T) ports.EvidenceStore) {
 		is.Equal(runIDs(t, store, "runs/demo"), []string{}) // nor listed
 		is.NoErr(w.Commit("r1"))
 		is.NoErr(w.Close())
+		seen := map[string]bool{}
+		for _, name := range names {
+			where := w.Where("r1", name)
+			is.True(strings.HasSuffix(where, "/"+name)) // each file is named where it lies,
+			is.True(!seen[where])                       // each in its own place
+			seen[where] = true
+		}
 
 		run, err = store.ReadRun("runs/demo", "r1", names, 1024)
 		is.NoErr(err)

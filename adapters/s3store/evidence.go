@@ -211,6 +211,14 @@ func (w *writer) Commit(runID string) error {
 	return nil
 }
 
+// Where implements ports.EvidenceWriter: the URL of the object that
+// holds the file name of the committed run, in the attempt its commit
+// names (s3://BUCKET/PREFIX/O/.attempt-N/name); a run's files never lie
+// under its own name.
+func (w *writer) Where(_, name string) string {
+	return "s3://" + w.s.bucket + "/" + w.dir + AttemptPrefix + w.attempt + "/" + name
+}
+
 // Close implements ports.EvidenceWriter. It removes nothing: the program
 // never deletes, and an attempt no commit names is never read.
 func (w *writer) Close() error { return nil }

@@ -60,10 +60,10 @@ import (
 // file of the machine.
 var (
 	// ErrURL: the store's URL is not s3://BUCKET or s3://BUCKET/PREFIX.
-	ErrURL = errors.New("not an s3://BUCKET/PREFIX URL")
+	ErrURL = ports.ErrStoreURL
 	// ErrConfig: the standard AWS configuration could not be read, or
 	// names no region.
-	ErrConfig = errors.New("the AWS configuration (AWS_* environment variables, the config and credentials files) could not be read or names no region")
+	ErrConfig = ports.ErrStoreConfig
 )
 
 // Store is one bucket and key prefix of an S3-compatible object store. It
@@ -105,16 +105,31 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	client, err := newClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return newStore(client, bucket, prefix), nil
+}
+
+// newClient is the S3 client of the standard AWS environment and files:
+// ErrConfig when they cannot be read or name no region.
+func newClient(ctx context.Context) (*s3.Client, error) {
 	// The SDK's logger writes to standard error, which belongs to the
 	// transports: it is silenced, and every failure is an error value.
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithLogger(logging.Nop{}))
 	if err != nil || cfg.Region == "" {
 		return nil, ErrConfig
 	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.UsePathStyle = o.BaseEndpoint != nil
 		o.DisableLogOutputChecksumValidationSkipped = true
-	})
+	}), nil
+}
+
+// newStore is the store at bucket and prefix ("" or ending in "/") that
+// client reaches.
+func newStore(client *s3.Client, bucket, prefix string) *Store {
 	return &Store{
 		client:  client,
 		bucket:  bucket,
@@ -122,7 +137,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		timeout: 30 * time.Second,
 		heads:   map[string]uint64{},
 		runs:    map[string]ports.ListedRun{},
-	}, nil
+	}
 }
 
 // ParseURL splits s3://BUCKET/PREFIX into the bucket and the key prefix,
@@ -200,10 +215,17 @@ func validName(name string) bool {
 
 // Ready checks that the store answers, with one listing of its prefix
 // (the read that /readyz makes, protocol §14).
-func (s *Store) Ready(ctx context.Context) error {
+func (s *Store) Ready(ctx context.Context) error { return s.readyAt(ctx, ".") }
+
+// readyAt is Ready for the directory rel below the prefix.
+func (s *Store) readyAt(ctx context.Context, rel string) error {
+	dir, err := s.dirKey(rel)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	_, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &s.prefix, MaxKeys: aws.Int32(1)})
+	_, err = s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &dir, MaxKeys: aws.Int32(1)})
 	return classify(err)
 }
 
@@ -455,7 +477,7 @@ func classify(err error) error {
 	case c == "AccessDenied", c == "InvalidAccessKeyId", c == "SignatureDoesNotMatch", c == "ExpiredToken",
 		c == "InvalidToken", c == "TokenRefreshRequired", c == "AllAccessDisabled", c == "AccountProblem", st == 403,
 		c == "XAdminUserNotFound": // versitygw's unknown access key
-		return fmt.Errorf("%w (the store answered %s)", ports.ErrPermission, codeOr(c, st))
+		return fmt.Errorf("%w: %w (the store answered %s)", ports.ErrStoreDenied, ports.ErrPermission, codeOr(c, st))
 	case c == "ExistingObjectIsDirectory":
 		return ports.ErrExists // a posix-backed server's "directory" at the key
 	case c == "ObjectParentIsFile":

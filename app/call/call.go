@@ -331,6 +331,7 @@ func unrecorded(o outcome, err error) outcome {
 	e := protocol.ErrorOf(err)
 	if o.committed != "" {
 		e = e.Amended("; run %s was committed and stays committed", o.committed)
+		e.Retryable = false // the same analyze again would meet its own run
 	} else {
 		e = e.Amended("; the call's own outcome was %s", outcomeName(o))
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/metricproof/metricproof/adapters/landlock"
+	"github.com/metricproof/metricproof/adapters/s3store/s3test"
 	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/internal/tools/buildcmd"
 )
@@ -78,6 +79,13 @@ type probed struct {
 // test's process. env is added to the probe's environment.
 func runProbe(t *testing.T, probe string, env ...string) probed {
 	t.Helper()
+	return runProbeWith(t, probe, []string{"--output-dir", "runs", "--ledger", "calls.jsonl"}, 0, env...)
+}
+
+// runProbeWith is runProbe with the probe's options after --workspace, and
+// the port of a store the probe must still reach (0: none).
+func runProbeWith(t *testing.T, probe string, opts []string, storePort int, env ...string) probed {
+	t.Helper()
 	ws := fixture(t)
 	mustMkdir(t, filepath.Join(ws, "runs"))
 	writeFile(t, filepath.Join(ws, "notes.txt"), []byte("not a source\n"))
@@ -101,8 +109,9 @@ func runProbe(t *testing.T, probe string, env ...string) probed {
 		"tcp_port":       tcp.Addr().(*net.TCPAddr).Port,
 		"abstract_unix":  abstract,
 		"pid":            os.Getpid(),
+		"store_port":     storePort,
 	})
-	cmd := exec.Command(probe, probeWord, "--workspace", ws, "--output-dir", "runs", "--ledger", "calls.jsonl")
+	cmd := exec.Command(probe, append([]string{probeWord, "--workspace", ws}, opts...)...)
 	cmd.Dir = ws
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = bytes.NewReader(targets)
@@ -460,4 +469,41 @@ func TestStraceShowsWhatEachCommandMayTouch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A command whose options name a bucket confines itself like any other,
+// and still reaches its store: the kernel lets it connect to the store's
+// endpoint port (and look names up), to no other port, and to no file
+// outside its rules (protocol §16.3). The probe, confined exactly as a
+// one-shot call into the bucket, tries both ports; the shipped runner,
+// confined the same way, makes and verifies a run there and the ledger
+// command checks the chain.
+func TestAConfinedRunnerReachesItsStoreAndNoOtherPort(t *testing.T) {
+	long(t, "builds the test-only probe")
+	if !landlock.Kernel(false).Network {
+		t.Skip("this kernel does not confine TCP (Landlock ABI 4 or later): there is no port rule to test")
+	}
+	st := startStore(t, s3test.Options{}, 0)
+	_, portText, err := net.SplitHostPort(strings.TrimPrefix(st.srv.Endpoint, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []string{"--output-dir", st.url("runs"), "--ledger", st.url("ledger")}
+	probe := buildRunner(t, "landlockprobe")
+	r := runProbeWith(t, probe, opts, port)
+	is := is.New(t)
+	is.True(r.Confinement.Network)                      // confined, TCP included
+	is.Equal(r.Attempts["connect_store"], "ok")         // the store's port
+	is.Equal(r.Attempts["connect_tcp"], "EACCES")       // and no other
+	is.Equal(r.Attempts["read_outside_file"], "EACCES") // files still confined
+
+	ws := fixture(t)
+	args := append([]string{"--workspace", ws}, opts...)
+	is.Equal(call(t, ws, analyzeRequest("r1", digestOf(t, ws)), args...).exit, 0)
+	is.Equal(call(t, ws, verifyRequest("v1", "r1"), args...).result()["integrity"], "verified")
+	is.Equal(len(st.checkLedger(ws, "ledger")), 2)
 }

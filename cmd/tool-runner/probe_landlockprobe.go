@@ -36,6 +36,7 @@ type probeTargets struct {
 	OutsideDir    string `json:"outside_dir"`
 	WorkspaceFile string `json:"workspace_file"` // workspace-relative, neither source nor output
 	TCPPort       int    `json:"tcp_port"`
+	StorePort     int    `json:"store_port"`    // an object store's endpoint, when the options name one
 	AbstractUnix  string `json:"abstract_unix"` // without its leading '@'
 	PID           int    `json:"pid"`
 }
@@ -128,6 +129,7 @@ func attempts(o app.Options, t probeTargets) map[string]string {
 		"write_output":     attempted(writeRemove(out("probe.tmp"))),
 		"list_workspace":   attempted(listDir(o.Workspace)),
 		"append_to_ledger": attempted(openClose(ws(o.Ledger), os.O_WRONLY|os.O_APPEND)),
+		"connect_store":    attempted(dial(&net.Dialer{}, "tcp", fmt.Sprintf("127.0.0.1:%d", t.StorePort))),
 	}
 }
 

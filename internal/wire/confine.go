@@ -42,6 +42,9 @@ type Confiner struct {
 
 	mu            sync.Mutex
 	bind, connect []uint16
+	// store are the ports of the object store the opened command's
+	// options name (its endpoint's), none without one.
+	store []uint16
 	// paths is the opened workspace's resolver, recorded by the wire: the
 	// rules are derived through the very resolver the calls use.
 	paths  ports.PathResolver
@@ -65,7 +68,10 @@ func (f *Confiner) Wire(w app.Wire) app.Wire {
 			return p, closer, err
 		}
 		f.mu.Lock()
-		f.paths, f.opened = p.Paths, true
+		f.paths, f.opened, f.store = p.Paths, true, nil
+		if r, ok := p.Paths.(paths); ok {
+			f.store = r.store.Ports() // an option names a store
+		}
 		f.mu.Unlock()
 		p.Evidence = narrowing{EvidenceStore: p.Evidence, f: f}
 		return p, closer, nil
@@ -118,7 +124,8 @@ func (f *Confiner) narrow() error {
 // need is what the command opened with o needs once confined: the tool
 // calls read the sources and write the output directory and the ledger;
 // report reads all three; the ledger command reads the ledger. No command
-// binds or connects TCP but the ports allowed. The cancel file needs
+// binds or connects TCP but the ports allowed, and those of the object
+// store its options name. The cancel file needs
 // nothing: it is only looked for.
 func (f *Confiner) need(o app.Options) landlock.Need {
 	n := landlock.Need{Workspace: o.Workspace, OutputDir: o.OutputDir, Ledger: o.Ledger, Off: f.off}
@@ -132,6 +139,7 @@ func (f *Confiner) need(o app.Options) landlock.Need {
 	}
 	n.Bind = append(n.Bind, f.bind...)
 	n.Connect = append(n.Connect, f.connect...)
+	n.Connect = append(n.Connect, f.store...)
 	return n
 }
 

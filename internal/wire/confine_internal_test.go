@@ -106,3 +106,42 @@ func (s *fakeStore) OpenWriter(dir string) (ports.EvidenceWriter, error) {
 	s.opened = append(s.opened, dir)
 	return nil, s.err
 }
+
+// A command whose options name object storage may connect to the store's
+// endpoint port, once confined, and a command on the disk alone to none:
+// the port follows from the options and the AWS environment, which the
+// wire reads once (no request is made here).
+func TestAStoreOptionNeedsTheEndpointsPort(t *testing.T) {
+	ws := testutil.CopyFixture(t, t.TempDir())
+	for k, v := range map[string]string{
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test-key", "AWS_SECRET_ACCESS_KEY": "test-secret",
+		"AWS_CONFIG_FILE": ws + "/none", "AWS_SHARED_CREDENTIALS_FILE": ws + "/none", "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_PROFILE": "", "AWS_ENDPOINT_URL": "", "AWS_SESSION_TOKEN": "",
+	} {
+		t.Setenv(k, v)
+	}
+	tests := []struct {
+		name, endpoint string
+		o              app.Options
+		connect        []uint16
+	}{
+		{"runs in a bucket on a server of one's own", "http://127.0.0.1:7070", app.Options{OutputDir: "s3://evidence/runs"}, []uint16{7070}},
+		{"the ledger in a bucket, over TLS", "https://s3.example.net", app.Options{Ledger: "s3://evidence/ledger"}, []uint16{443}},
+		{"plain HTTP on its default port", "http://s3.example.net", app.Options{OutputDir: "s3://evidence/runs", Ledger: "s3://evidence/ledger"}, []uint16{80}},
+		{"AWS's own endpoint", "", app.Options{OutputDir: "s3://evidence/runs"}, []uint16{443}},
+		{"the disk alone", "http://127.0.0.1:7070", app.Options{OutputDir: "runs", Ledger: "calls.jsonl"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			t.Setenv("AWS_ENDPOINT_URL_S3", tt.endpoint)
+			o := tt.o
+			o.Workspace = ws
+			f := NewConfiner(Tools, true)
+			_, closer, err := f.Wire(Real(engine.New()))(o)
+			is.NoErr(err)
+			defer closer.Close()
+			is.Equal(f.need(o).Connect, tt.connect)
+		})
+	}
+}
