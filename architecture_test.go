@@ -45,7 +45,7 @@ func layers() map[string]layer {
 		"confining": {internal: []string{"domain", "ports"}, external: []string{"github.com/landlock-lsm/go-landlock", "golang.org/x/sys/unix"}},
 		"store":     {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go", "golang.org/x/sys/unix"}},
 		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-json-experiment/json"}},
-		"remote":    {internal: []string{"ports", "adapters"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-jose/go-jose/v4", "golang.org/x/sync/semaphore", "github.com/go-json-experiment/json"}},
+		"remote":    {internal: []string{"ports", "adapters"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-jose/go-jose/v4", "golang.org/x/sync/semaphore"}},
 		"contracts": {},
 		"internal":  {internal: []string{"internal"}},
 		"wiring":    {anything: true},
@@ -189,9 +189,6 @@ func check(top, pkg, imp string) error {
 			return fmt.Errorf("%s imports %s: adapters never import each other", pkg, imp)
 		}
 		return nil
-	}
-	if top == "remote" && strings.HasPrefix(imp, "github.com/go-json-experiment/json") && pkg != module+"/adapters/remote" {
-		return fmt.Errorf("%s imports %s: of the remote packages only the front reads JSON v2 (a body as the SDK reads it)", pkg, imp)
 	}
 	first, _, _ := strings.Cut(imp, "/")
 	if !strings.Contains(first, ".") { // the standard library

@@ -155,21 +155,22 @@ func check(data []byte) (message, []byte) {
 		return m, nil
 	}
 	m.method = req.Method
+	if req.Method == "tools/call" {
+		// params without its arguments: a few names, read again, names
+		// matched exactly as the SDK's decoder matches them (encoding/json
+		// would take "NAME" for "name": a call the SDK runs as analyze
+		// could pass as another tool). Read for a notification too: the
+		// scope over HTTP is decided on it whatever the SDK makes of one.
+		var p struct {
+			Name string `json:"name"`
+		}
+		if jsonv2.Unmarshal(req.Params, &p) == nil {
+			m.tool = p.Name
+		}
+	}
 	if req.IsCall() {
 		m.call, m.id, m.idText = true, idValue(s.id), s.validID()
 		m.slotted = req.Method == "tools/call" || req.Method == "resources/read"
-		if req.Method == "tools/call" {
-			// params without its arguments: a few names, read again,
-			// names matched exactly as the SDK's decoder matches them
-			// (encoding/json would take "NAME" for "name": a call the
-			// SDK runs as analyze could pass as another tool).
-			var p struct {
-				Name string `json:"name"`
-			}
-			if jsonv2.Unmarshal(req.Params, &p) == nil {
-				m.tool = p.Name
-			}
-		}
 	} else if req.Method == "notifications/cancelled" {
 		// Only an id a call may have names a call to cancel.
 		if id := validID(s.requestID); id != nil {

@@ -11,3 +11,6 @@ import (
 func NewHTTPHandler(calls *call.Calls, listLimit int) (http.Handler, error) {
 	return newHTTPMCP(calls, listLimit, "test", nil)
 }
+
+// ReadBody is the front's reading of a POST body (remote.Options.Read).
+func ReadBody(body []byte) (method, tool string, refusal []byte) { return readBody(body) }

@@ -39,10 +39,10 @@ import (
 //   - It runs the checker of protocol §9.7 on the body (check.go), and
 //     answers a refused body itself: the JSON-RPC error as the body, with
 //     HTTP status 400. A body with nothing but white space is -32700.
-//     Behind the front, a body the front cannot read as one message (not
-//     JSON, a batch, a member name twice at any depth) never gets here:
-//     it is the front's 400 bad_body, so that the scope is decided on the
-//     reading the SDK makes.
+//     The front runs the same checker first (readBody, its Options.Read),
+//     to decide the scope on the method and tool the SDK will run, and
+//     answers a refusal the same way, so a refused body behind the front
+//     never gets here; the second run costs one linear pass.
 //   - It bounds the load across all connections: every call counts what it
 //     holds (message.heldBytes) against the same 16 MiB as over stdio until
 //     its answer is written; a call that does not fit is 503 with
@@ -110,18 +110,13 @@ func (h *httpMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	m, refusal := check(body)
-	switch {
-	case m.blank:
-		refusal = rpcError(nil, jsonrpc.CodeParseError, "Parse error: the body is empty")
-	case refusal == nil && m.drop:
-		w.WriteHeader(http.StatusAccepted) // a cancellation that names no call
+	m, refusal := checkBody(body)
+	if refusal != nil {
+		remote.Refuse(w, refusal)
 		return
 	}
-	if refusal != nil {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(refusal)
+	if m.drop {
+		w.WriteHeader(http.StatusAccepted) // a cancellation that names no call
 		return
 	}
 	if m.call {
@@ -142,6 +137,27 @@ func (h *httpMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.sdk.ServeHTTP(w, r)
 }
 
+// checkBody is check for a POST body: a blank one is -32700, since a
+// request must be answered, where a blank line over stdio is skipped.
+func checkBody(body []byte) (message, []byte) {
+	m, refusal := check(body)
+	if m.blank {
+		refusal = rpcError(nil, jsonrpc.CodeParseError, "Parse error: the body is empty")
+	}
+	return m, refusal
+}
+
+// readBody is the front's reading of a POST body (remote.Options.Read):
+// the checker's, so that the scope is decided on the method and tool the
+// SDK will run, and a body the SDK could read two ways (a batch, a member
+// name twice outside the arguments, a string that is not Unicode there) is
+// refused before it, with the JSON-RPC error a stdio line of the same bytes
+// gets.
+func readBody(body []byte) (method, tool string, refusal []byte) {
+	m, refusal := checkBody(body)
+	return m.method, m.tool, refusal
+}
+
 // jsonBody reports a body sent as application/json, the one media type
 // the SDK takes.
 func jsonBody(r *http.Request) bool {
@@ -150,9 +166,9 @@ func jsonBody(r *http.Request) bool {
 }
 
 // scopeOf is the scope a message needs (protocol §14): metricproof:run
-// for a tools/call of analyze, metricproof:read for anything else. The
-// front reads the method and the tool from the body as the SDK does, and
-// refuses a body it cannot read so.
+// for a tools/call of analyze, metricproof:read for anything else, given
+// the method and tool readBody read (a body it refuses has no scope: it
+// is answered before).
 func scopeOf(method, tool string) string {
 	if method == "tools/call" && tool == protocol.ToolAnalyze {
 		return remote.ScopeRun
@@ -285,7 +301,7 @@ func (s *Server) openHTTP() error {
 		return err
 	}
 	o := frontOptions(h)
-	o.MCP, o.Stderr, o.CancelCalls, o.Ready = handler, s.stderr, handler.cancelCalls, s.ready
+	o.MCP, o.Stderr, o.CancelCalls, o.Ready, o.Read = handler, s.stderr, handler.cancelCalls, s.ready, readBody
 	if o.Auth != nil {
 		v, err := oauth.New(context.Background(), oauth.Config{Issuer: h.AuthIssuer, Audience: h.AuthAudience, JWKSFile: h.AuthJWKS,
 			AllowHTTP: remote.Loopback(h.Addr), Clock: serviceClock{s.svc}})

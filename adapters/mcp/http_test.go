@@ -206,7 +206,7 @@ func TestHTTPScopesArePerTool(t *testing.T) {
 	analyze := `{"expected_source_digest":"` + digest + `"}`
 	tests := []struct {
 		name, scope, body string
-		need              string // "" when allowed; "bad_body" when the front cannot read one message
+		need              string // "" when allowed; "refused" when the body is refused before the scope
 	}{
 		{"inspect with read", scopeRead, toolCall(1, handshake, "inspect_inputs", `{}`), ""},
 		{"verify with read", scopeRead, toolCall(1, handshake, "verify_result", `{"run_id":"r1"}`), ""},
@@ -218,8 +218,9 @@ func TestHTTPScopesArePerTool(t *testing.T) {
 		{"a resource read with read", scopeRead, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"metricproof://runs/r1/result.json"}}`, ""},
 		{"tools/list with run", scopeRun, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, scopeRead},
 		{"initialize with neither", "openid", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, scopeRead},
-		{"a malformed body with run", scopeRun, `{`, "bad_body"}, // the front's: not one message
-		{"the tool named twice", scopeRead, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"inspect_inputs","name":"analyze","arguments":{}}}`, "bad_body"},
+		{"a malformed body with run", scopeRun, `{`, "refused"}, // -32700, as over stdio
+		{"the tool named twice", scopeRead, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"inspect_inputs","name":"analyze","arguments":{}}}`, "refused"},
+		{"analyze with a name twice in its arguments", scopeRead, toolCall(1, handshake, "analyze", `{"run_id":"a","run_id":"b"}`), scopeRun}, // the scope of the one tool named
 		{"analyze named, another case after it", scopeRead, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze","NAME":"inspect_inputs","arguments":` + analyze + `}}`, scopeRun},
 		{"inspect named, analyze in another case", scopeRead, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"NAME":"analyze","name":"inspect_inputs","arguments":{}}}`, ""},
 	}
@@ -228,9 +229,10 @@ func TestHTTPScopesArePerTool(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			r := h.post(t, exchange{token: h.token(t, tt.scope), body: tt.body, version: handshake})
-			if tt.need == "bad_body" {
+			if tt.need == "refused" {
 				is.Equal(r.status, http.StatusBadRequest)
-				is.True(strings.Contains(string(r.body), `"error":"bad_body"`))
+				is.Equal(r.header.Get("Content-Type"), "application/json")
+				is.True(r.rpc(t)["error"] != nil) // a JSON-RPC error
 				return
 			}
 			if tt.need != "" {
@@ -470,15 +472,14 @@ func TestHTTPAClosedConnectionCancelsTheCall(t *testing.T) {
 	}
 }
 
-// Each POST body is first read by the front as one JSON-RPC message
-// (protocol §14.2): what is not one JSON object with distinct member names
-// at every depth, in UTF-8 (not JSON, blank, a batch, a name twice, inside
-// the arguments too), is the front's 400 bad_body. What it reads is then
-// checked as a stdio line is (protocol §9.7) before the SDK sees it: an
-// unacceptable id or a message past the bounds is 400 with the JSON-RPC
-// error (-32600) as its body; an argument fault is the tool's answer,
-// recorded with the SHA256 of the raw arguments, over 65,536 characters
-// too. Nothing refused is recorded.
+// Each POST body is checked as a stdio line is (protocol §9.7, §14.5)
+// before the SDK sees it, and before the scope is decided: what is not
+// JSON (blank too, which a request cannot leave unanswered) is 400 with
+// -32700 as its body; a batch, a name twice outside the arguments, an
+// unacceptable id or a message past the bounds is 400 with -32600; an
+// argument fault (a name twice inside the arguments too) is the tool's
+// answer, recorded with the SHA256 of the raw arguments, over 65,536
+// characters too. Nothing refused is recorded.
 func TestHTTPChecksEachBodyAsStdioChecksALine(t *testing.T) {
 	h := startHTTP(t, httpSetup{})
 	token := h.token(t, scopeBoth)
@@ -488,27 +489,26 @@ func TestHTTPChecksEachBodyAsStdioChecksALine(t *testing.T) {
 		name   string
 		body   string
 		status int
-		front  bool   // the front's bad_body
 		code   int64  // the JSON-RPC error's, 0 for none
 		id     any    // the error's id
 		tool   string // the tool answer's code, for a tool result
 		args   string // its raw arguments
 	}{
-		{"not JSON", `{`, 400, true, 0, nil, "", ""},
-		{"empty", ``, 400, true, 0, nil, "", ""},
-		{"blank", " \r\n", 400, true, 0, nil, "", ""},
-		{"NaN", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":NaN}`, 400, true, 0, nil, "", ""},
-		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":\"\xff\",\"method\":\"tools/list\"}", 400, true, 0, nil, "", ""},
-		{"a batch", `[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, 400, true, 0, nil, "", ""},
-		{"two ids", `{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}`, 400, true, 0, nil, "", ""},
-		{"a duplicate key outside the arguments", `{"jsonrpc":"2.0","id":7,"method":"tools/list","method":"tools/list"}`, 400, true, 0, nil, "", ""},
-		{"a duplicate key inside the arguments", toolCall(8, handshake, "verify_result", `{"run_id":"a","run_id":"b"}`), 400, true, 0, nil, "", ""},
-		{"an id with a fraction", `{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}`, 400, false, -32600, nil, "", ""},
-		{"an id past 2^53", `{"jsonrpc":"2.0","id":9007199254740992,"method":"tools/list"}`, 400, false, -32600, nil, "", ""},
-		{"more than 65,536 values outside the arguments", values, 400, false, -32600, float64(7), "", ""},
-		{"a cancellation of no valid id", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.5}}`, 202, false, 0, nil, "", ""},
-		{"arguments longer than 65,536 characters", toolCall(9, handshake, "inspect_inputs", long), 200, false, 0, nil, "REQUEST_LIMIT", long},
-		{"an unknown tool", toolCall(10, handshake, "rm", `{}`), 200, false, -32602, float64(10), "", ""},
+		{"not JSON", `{`, 400, -32700, nil, "", ""},
+		{"empty", ``, 400, -32700, nil, "", ""},
+		{"blank", " \r\n", 400, -32700, nil, "", ""},
+		{"NaN", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":NaN}`, 400, -32700, nil, "", ""},
+		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":\"\xff\",\"method\":\"tools/list\"}", 400, -32700, nil, "", ""},
+		{"a batch", `[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, 400, -32600, nil, "", ""},
+		{"two ids", `{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}`, 400, -32600, nil, "", ""},
+		{"a duplicate key outside the arguments", `{"jsonrpc":"2.0","id":7,"method":"tools/list","method":"tools/list"}`, 400, -32600, float64(7), "", ""},
+		{"a duplicate key inside the arguments", toolCall(8, handshake, "verify_result", `{"run_id":"a","run_id":"b"}`), 200, 0, nil, "INVALID_JSON", `{"run_id":"a","run_id":"b"}`},
+		{"an id with a fraction", `{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}`, 400, -32600, nil, "", ""},
+		{"an id past 2^53", `{"jsonrpc":"2.0","id":9007199254740992,"method":"tools/list"}`, 400, -32600, nil, "", ""},
+		{"more than 65,536 values outside the arguments", values, 400, -32600, float64(7), "", ""},
+		{"a cancellation of no valid id", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.5}}`, 202, 0, nil, "", ""},
+		{"arguments longer than 65,536 characters", toolCall(9, handshake, "inspect_inputs", long), 200, 0, nil, "REQUEST_LIMIT", long},
+		{"an unknown tool", toolCall(10, handshake, "rm", `{}`), 200, -32602, float64(10), "", ""},
 	}
 	recorded := 0
 	for _, tt := range tests {
@@ -518,10 +518,6 @@ func TestHTTPChecksEachBodyAsStdioChecksALine(t *testing.T) {
 			r := h.post(t, exchange{token: token, version: handshake, body: tt.body})
 			is.Equal(r.status, tt.status)
 			switch {
-			case tt.front:
-				is.True(strings.Contains(string(r.body), `"error":"bad_body"`))
-				is.Equal(len(h.records(t)), before) // no call
-				return
 			case tt.status == http.StatusAccepted:
 				is.Equal(len(r.body), 0)
 				return
@@ -543,7 +539,7 @@ func TestHTTPChecksEachBodyAsStdioChecksALine(t *testing.T) {
 			is.Equal(last["input_sha256"], testutil.SHA256Hex([]byte(tt.args))) // of the raw bytes sent
 		})
 	}
-	is.New(t).Equal(len(h.records(t)), 1) // only the tool call
+	is.New(t).Equal(len(h.records(t)), 2) // only the tool calls
 }
 
 // Servers of one output directory take each other's resources/list

@@ -37,7 +37,7 @@ func FuzzFront(f *testing.F) {
 		}
 	})
 	srv, err := remote.Listen(remote.Options{
-		Addr: "127.0.0.1:0", MCP: stub, Stderr: &syncBuffer{},
+		Addr: "127.0.0.1:0", MCP: stub, Stderr: &syncBuffer{}, Read: readBody,
 		AllowedHosts: []string{"mcp.example.com"}, AllowedOrigins: []string{"https://app.example.com"},
 		Auth: &remote.Auth{Issuer: iss.URL, Resource: resource, Verify: v.Verify, Scope: scopeOf},
 	})

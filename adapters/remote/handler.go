@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/sync/semaphore"
@@ -114,13 +112,12 @@ func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var method, tool string
-	if r.Method == http.MethodPost { // a GET or DELETE carries no message
-		method, tool, ok = oneMessage(body)
-	}
-	if !ok {
-		refuse(w, http.StatusBadRequest, "bad_body",
-			"the body is not one JSON-RPC message (a JSON object whose member names are distinct, in UTF-8): send one message per request, never a batch")
-		return
+	if read := s.opts.Read; read != nil && r.Method == http.MethodPost { // a GET or DELETE carries no message
+		var refusal []byte
+		if method, tool, refusal = read(body); refusal != nil {
+			Refuse(w, refusal)
+			return
+		}
 	}
 	if a := s.opts.Auth; a != nil && a.Scope != nil {
 		if need := a.Scope(method, tool); need != "" && !slices.Contains(ti.Scopes, need) {
@@ -146,34 +143,6 @@ type bodyKey struct{}
 func Body(r *http.Request) ([]byte, bool) {
 	body, ok := r.Context().Value(bodyKey{}).([]byte)
 	return body, ok
-}
-
-// oneMessage reads the method of the one JSON-RPC message body holds and,
-// for tools/call, the tool's name: what the SDK behind will run. It reads
-// them as the SDK does (member names matched case-sensitively) and refuses
-// (ok false) what the SDK might read otherwise than this reading: a batch
-// or any other value that is not one object, a member name twice at any
-// depth, invalid UTF-8 or a lone surrogate. A scope decided on a reading
-// of its own (encoding/json matches "Name" for "name", and keeps the last
-// of two) could be one of a call the SDK does not run.
-func oneMessage(body []byte) (method, tool string, ok bool) {
-	var msg struct {
-		Method string         `json:"method"`
-		Params jsontext.Value `json:"params"`
-	}
-	if jsonv2.Unmarshal(body, &msg) != nil {
-		return "", "", false
-	}
-	if msg.Method == "tools/call" {
-		var params struct {
-			Name string `json:"name"`
-		}
-		if jsonv2.Unmarshal(msg.Params, &params) != nil {
-			return "", "", false
-		}
-		tool = params.Name
-	}
-	return msg.Method, tool, true
 }
 
 // withToken wraps the MCP handler in the SDK's bearer middleware, given
@@ -346,6 +315,15 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request, origin string) {
 // bounds, for a handler behind it at one of its own: why says which, and
 // the answer adds "retry after 1 s".
 func Busy(w http.ResponseWriter, why string) { busy(w, why) }
+
+// Refuse answers a POST body the MCP server refuses with refusal, its
+// JSON-RPC error response, as the SDK answers the requests it refuses
+// with one: HTTP status 400, application/json.
+func Refuse(w http.ResponseWriter, refusal []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(refusal)
+}
 
 // busy answers 503: the server is at one of its bounds, for a moment.
 func busy(w http.ResponseWriter, why string) {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/metricproof/metricproof/adapters/oauth"
@@ -101,6 +103,35 @@ func scopeOf(method, tool string) string {
 	return remote.ScopeRead
 }
 
+// refusal is the tests' reader's answer to a body it refuses.
+const refusal = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: not one message read one way"}}`
+
+// readBody is the tests' stand-in for the MCP server's check of a body
+// (Options.Read, which the MCP adapter gives and tests against the SDK
+// behind the front, byte for byte as over stdio): the method and tool
+// read as the SDK reads them (member names matched case-sensitively), and
+// a refusal of anything the SDK might read otherwise: not one object, a
+// member name twice at any depth, a string that is not Unicode.
+func readBody(body []byte) (method, tool string, refused []byte) {
+	var msg struct {
+		Method string         `json:"method"`
+		Params jsontext.Value `json:"params"`
+	}
+	if jsonv2.Unmarshal(body, &msg) != nil {
+		return "", "", []byte(refusal)
+	}
+	if msg.Method == "tools/call" {
+		var params struct {
+			Name string `json:"name"`
+		}
+		if jsonv2.Unmarshal(msg.Params, &params) != nil {
+			return "", "", []byte(refusal)
+		}
+		tool = params.Name
+	}
+	return msg.Method, tool, nil
+}
+
 // fixture is a front serving a toy on loopback, with a test issuer.
 type fixture struct {
 	srv    *remote.Server
@@ -143,7 +174,7 @@ func start(t *testing.T, noAuth bool, change func(*remote.Options)) *fixture {
 	t.Helper()
 	clock := oauthtest.NewClock()
 	f := &fixture{toy: newToy(), iss: oauthtest.New(t, clock), stderr: &syncBuffer{}, served: make(chan error, 1)}
-	o := remote.Options{Addr: "127.0.0.1:0", MCP: f.toy.handler(), Stderr: f.stderr, CancelCalls: f.toy.cancelAll}
+	o := remote.Options{Addr: "127.0.0.1:0", MCP: f.toy.handler(), Stderr: f.stderr, CancelCalls: f.toy.cancelAll, Read: readBody}
 	if !noAuth {
 		v, err := oauth.New(context.Background(), oauth.Config{Issuer: f.iss.URL, Audience: resource, AllowHTTP: true, Clock: clock})
 		if err != nil {

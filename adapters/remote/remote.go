@@ -7,11 +7,12 @@
 // turns CORS on and answers preflights), the bound on open requests (503
 // past it; health probes are not counted), then its path. /healthz and
 // /readyz need no token. /mcp with authorization: the bearer token (401),
-// the body read once and bounded (413), one JSON-RPC message read as the
-// SDK reads it (400), the scope its call needs (403), and the verified
-// token handed to the SDK, which gives it to the tool handler as
-// RequestExtra.TokenInfo. The metadata document of RFC 9728
-// is served at /.well-known/oauth-protected-resource/mcp. A refused request
+// the body read once and bounded (413), its one JSON-RPC message read by
+// Options.Read as the MCP server reads it (400 with the JSON-RPC error the
+// server gives those bytes over stdio), the scope its call needs (403),
+// and the verified token handed to the SDK, which gives it to the tool
+// handler as RequestExtra.TokenInfo. The metadata document of RFC 9728 is
+// served at /.well-known/oauth-protected-resource/mcp. A refused request
 // never reaches the MCP handler: nothing runs, nothing is written.
 //
 // [Listen] checks the options and binds; [Server.Serve] prints the one
@@ -114,10 +115,9 @@ type Auth struct {
 	// passed on.
 	Verify auth.TokenVerifier
 	// Scope names the scope a request's JSON-RPC message needs, given its
-	// method and, for tools/call, the tool's name, as the front read them
-	// from the body the way the SDK will (a body it cannot read so, a batch
-	// included, is refused before); "" needs none beyond a valid token; a
-	// nil Scope needs none for any call.
+	// method and, for tools/call, the tool's name, as Options.Read read
+	// them (a body it refuses never gets here); "" needs none beyond a
+	// valid token; a nil Scope needs none for any call.
 	Scope func(method, tool string) string
 }
 
@@ -140,6 +140,16 @@ type Options struct {
 	Auth *Auth
 	// MCP is the SDK's Streamable HTTP handler (with StreamableOptions).
 	MCP http.Handler
+	// Read reads a POST body as the MCP handler behind will: the method of
+	// its one JSON-RPC message and, for tools/call, the tool's name, which
+	// Auth.Scope decides on; or, for a body the handler would refuse or
+	// could read two ways (a batch, a member name twice, a string that is
+	// not Unicode), the JSON-RPC error response to answer instead, which
+	// the front sends with status 400 (Refuse). The composition root gives
+	// the MCP server's own check, so that a body gets the answer its bytes
+	// get over stdio and the front holds no reading of its own. Required
+	// with an Auth.Scope; nil reads nothing.
+	Read func(body []byte) (method, tool string, refusal []byte)
 	// Ready says whether the server can serve calls: "" when it can, else
 	// the code of what it cannot reach (protocol §14, /readyz). Nil is
 	// always ready.
@@ -247,6 +257,9 @@ func Listen(o Options) (*Server, error) {
 	loopback := c.loopback
 	if o.Auth != nil && (o.Auth.Verify == nil || o.Auth.Issuer == "" || o.Auth.Resource == "") {
 		return nil, errors.New("remote: Auth needs Verify, Issuer and Resource")
+	}
+	if o.Auth != nil && o.Auth.Scope != nil && o.Read == nil {
+		return nil, errors.New("remote: Auth.Scope needs Options.Read")
 	}
 	if o.Limits.HeldBytes < o.Limits.MaxBodyBytes {
 		return nil, errors.New("remote: Limits.HeldBytes is less than one body")

@@ -1,11 +1,14 @@
 package remote_test
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/metricproof/metricproof/adapters/remote"
 )
@@ -15,8 +18,11 @@ import (
 // tests' scope function (as the glue would) read with encoding/json: a
 // batch, which it cannot read as an object, or a "Name" beside "name"
 // (encoding/json matches either, the SDK only the second) made it ask for
-// read while the SDK behind ran analyze. The front now reads the method
-// and tool as the SDK does and refuses a body it cannot read so.
+// read while the SDK behind ran analyze. The front now decides on the
+// method and tool its reader (Options.Read) gives, and answers the
+// reader's refusal of a body that could be read two ways, before the
+// scope. The reader here is the tests'; the MCP adapter's tests run the
+// same framings through the server's own.
 func TestAReadTokenNeverRunsAnalyzeWhateverTheFraming(t *testing.T) {
 	f := start(t, false, nil)
 	token := f.token(t, remote.ScopeRead)
@@ -25,20 +31,19 @@ func TestAReadTokenNeverRunsAnalyzeWhateverTheFraming(t *testing.T) {
 		name, body string
 		version    string // Mcp-Protocol-Version; none by default
 		status     int
-		code       string
+		code       string // the front's error; "" for the reader's JSON-RPC error
 	}{
-		{"a batch of one", "[" + call + "]", "", 400, "bad_body"},
-		{"a batch after whitespace", " \r\n\t[" + call + "]", "", 400, "bad_body"},
-		{"a batch of two, analyze second", `[{"jsonrpc":"2.0","id":2,"method":"tools/list"},` + call + "]", "", 400, "bad_body"},
-		{"a batch with the old protocol's header", "[" + call + "]", "2025-03-26", 400, "bad_body"},
-		{"the name twice", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"inspect_inputs","name":"analyze","arguments":{}}}`, "", 400, "bad_body"},
-		{"the name twice, one escaped", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze","n\u0061me":"inspect_inputs","arguments":{}}}`, "", 400, "bad_body"},
-		{"a name twice in the arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze","arguments":{"a":1,"a":2}}}`, "", 400, "bad_body"},
+		{"a batch of one", "[" + call + "]", "", 400, ""},
+		{"a batch after whitespace", " \r\n\t[" + call + "]", "", 400, ""},
+		{"a batch of two, analyze second", `[{"jsonrpc":"2.0","id":2,"method":"tools/list"},` + call + "]", "", 400, ""},
+		{"a batch with the old protocol's header", "[" + call + "]", "2025-03-26", 400, ""},
+		{"the name twice", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"inspect_inputs","name":"analyze","arguments":{}}}`, "", 400, ""},
+		{"the name twice, one escaped", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze","n\u0061me":"inspect_inputs","arguments":{}}}`, "", 400, ""},
 		{"the name in another case second", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze","Name":"inspect_inputs","arguments":{}}}`, "", 403, "insufficient_scope"},
 		{"the method in another case second", `{"jsonrpc":"2.0","id":1,"method":"tools/call","Method":"tools/list","params":{"name":"analyze","arguments":{}}}`, "", 403, "insufficient_scope"},
 		{"params in another case second", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze","arguments":{}},"Params":{"name":"inspect_inputs"}}`, "", 403, "insufficient_scope"},
-		{"a lone surrogate in the name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze\ud800","arguments":{}}}`, "", 400, "bad_body"},
-		{"a byte order mark first", "\ufeff" + call, "", 400, "bad_body"},
+		{"a lone surrogate in the name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze\ud800","arguments":{}}}`, "", 400, ""},
+		{"a byte order mark first", "\ufeff" + call, "", 400, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,7 +55,14 @@ func TestAReadTokenNeverRunsAnalyzeWhateverTheFraming(t *testing.T) {
 			before := f.toy.calls.Load()
 			res := post(t, f, headers, strings.NewReader(tt.body), int64(len(tt.body)))
 			is.Equal(res.StatusCode, tt.status)
-			is.Equal(errorOf(t, res), tt.code)
+			if tt.code == "" { // the reader's refusal, as it gave it
+				is.Equal(res.Header.Get("Content-Type"), "application/json")
+				body, err := io.ReadAll(res.Body)
+				is.NoErr(err)
+				is.Equal(string(body), refusal)
+			} else {
+				is.Equal(errorOf(t, res), tt.code)
+			}
 			is.Equal(f.toy.calls.Load(), before) // nothing ran
 		})
 	}
@@ -64,4 +76,31 @@ func TestAReadTokenNeverRunsAnalyzeWhateverTheFraming(t *testing.T) {
 		is.Equal(res.StatusCode, http.StatusOK)
 		is.Equal(f.toy.calls.Load(), before+1) // analyze ran once, for the token that may run it
 	})
+}
+
+// A scope decided on no reading of the body would be decided on nothing:
+// Listen refuses an Auth.Scope without Options.Read.
+func TestAScopeNeedsAReader(t *testing.T) {
+	tests := []struct {
+		name string
+		read func([]byte) (string, string, []byte)
+		ok   bool
+	}{
+		{"no reader", nil, false},
+		{"a reader", readBody, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			verify := func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
+				return nil, auth.ErrInvalidToken
+			}
+			srv, err := remote.Listen(remote.Options{Addr: "127.0.0.1:0", MCP: http.NotFoundHandler(), Stderr: io.Discard, Read: tt.read,
+				Auth: &remote.Auth{Issuer: "http://127.0.0.1:1", Resource: resource, Verify: verify, Scope: scopeOf}})
+			is.Equal(err == nil, tt.ok)
+			if srv != nil {
+				is.NoErr(srv.Close())
+			}
+		})
+	}
 }
