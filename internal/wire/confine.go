@@ -104,7 +104,7 @@ func (f *Confiner) Confine(o app.Options) error {
 	}
 	c := landlock.New(f.need(o), f.paths)
 	if _, err := c.Apply(); err != nil {
-		return protocol.Errorf(protocol.IOOrNumericError, "the program could not confine itself to the files and ports this command needs, so it did nothing: retry, and if it persists, check that nothing moves the workspace's folders while it starts")
+		return protocol.Errorf(protocol.IOOrNumericError, "the program could not confine itself to the files and ports this command needs, so it did nothing (the call is not recorded): retry, and if it persists, check that nothing moves the workspace's folders while it starts")
 	}
 	f.c = c
 	return nil
