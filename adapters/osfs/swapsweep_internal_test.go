@@ -193,7 +193,10 @@ func swapSetup(t *testing.T) (dir string, args []string, request, outside string
 // stepper counts every call of every seam of w in *steps, and calls at
 // before the n-th.
 func stepper(w *Workspace, steps *int, n int, at func()) {
+	var mu sync.Mutex // a commit fsyncs its files from several goroutines
 	step := func() {
+		mu.Lock()
+		defer mu.Unlock()
 		*steps++
 		if *steps == n && at != nil {
 			at()

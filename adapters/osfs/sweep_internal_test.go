@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -24,7 +25,13 @@ import (
 // seams are the workspace's I/O seams, each wrapped so that its n-th call
 // (counting from 1) fails with EIO, and every call is counted.
 func seams() map[string]func(w *Workspace, n int, calls *int) {
-	fail := func(calls *int, n int) bool { *calls++; return *calls == n }
+	var mu sync.Mutex // a commit fsyncs its files from several goroutines
+	fail := func(calls *int, n int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		*calls++
+		return *calls == n
+	}
 	eio := func(op, name string) error { return &fs.PathError{Op: op, Path: name, Err: syscall.EIO} }
 	return map[string]func(w *Workspace, n int, calls *int){
 		"mkdir": func(w *Workspace, n int, calls *int) {
