@@ -80,9 +80,13 @@ func New(t testing.TB, clock *Clock) *Issuer {
 	t.Helper()
 	i := &Issuer{Clock: clock}
 	i.Rotate(t, "RS256")
-	srv := httptest.NewServer(http.HandlerFunc(i.serve))
+	// The URL is set before the server starts: its handler reads it, and
+	// a request reaching it over a socket is no synchronization the race
+	// detector sees.
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(i.serve))
+	i.URL, i.srv = "http://"+srv.Listener.Addr().String(), srv
+	srv.Start()
 	t.Cleanup(srv.Close)
-	i.URL, i.srv = srv.URL, srv
 	return i
 }
 
