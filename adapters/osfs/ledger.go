@@ -242,11 +242,13 @@ func (h *heldLedger) cutBack(f *os.File, size int64, line []byte, err error) err
 		return err
 	}
 	if serr := h.w.sync(f); serr != nil {
-		if n, werr := h.w.write(f, line); werr != nil || n != len(line) {
-			// Neither flushed nor written back whole: what the disk holds
-			// is unknown, a part of the record perhaps.
+		if n, werr := h.w.write(f, line); n > 0 && (werr != nil || n != len(line)) {
+			// Written back in part: a torn part of the record stays.
 			return errors.Join(ports.ErrTornRemains, err, serr)
 		}
+		// Written back whole, or not at all (then the ledger lacks the
+		// record now, and a crash may bring back the unflushed cut's
+		// record): either way it may remain.
 		return errors.Join(ports.ErrRecordRemains, err, serr)
 	}
 	return err

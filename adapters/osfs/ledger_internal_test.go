@@ -368,3 +368,45 @@ func TestLastLineStopsWaitingWhenCancelled(t *testing.T) {
 	_, err = ws.lastLineAt(ctx, "ledger.jsonl")
 	is.True(errors.Is(err, context.Canceled))
 }
+
+// A cut that cannot be flushed is undone by writing the record back; what
+// that write leaves decides what the error says may remain: the whole
+// record, none of it (a crash may still bring the cut record back), or a
+// torn part.
+func TestAWriteBackSaysWhatItLeft(t *testing.T) {
+	tests := []struct {
+		name   string
+		back   int // bytes of "two\n" the write-back writes
+		ledger string
+		torn   bool
+	}{
+		{"written back whole", 4, "one\ntwo\n", false},
+		{"not written back", 0, "one\n", false},
+		{"written back in part", 2, "one\ntw", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			ws, path := openLedgerWorkspace(t, []byte("one\n"))
+			boom := errors.New("injected fsync failure")
+			ws.sync = func(*os.File) error { return boom }
+			writes := 0
+			ws.write = func(f *os.File, b []byte) (int, error) {
+				writes++
+				if writes == 1 {
+					return f.Write(b) // the record, whole
+				}
+				n, _ := f.Write(b[:tt.back])
+				if n < len(b) {
+					return n, errors.New("injected write failure")
+				}
+				return n, nil
+			}
+			err := ws.appendOnce("ledger.jsonl", time.Second, line("two\n", nil))
+			is.True(errors.Is(err, boom))
+			is.Equal(errors.Is(err, ports.ErrTornRemains), tt.torn)
+			is.Equal(errors.Is(err, ports.ErrRecordRemains), !tt.torn)
+			is.Equal(fileBytes(t, path), tt.ledger)
+		})
+	}
+}
