@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/metricproof/metricproof/adapters/cli"
+	"github.com/metricproof/metricproof/adapters/mcp/message"
 	"github.com/metricproof/metricproof/adapters/oauth"
 	"github.com/metricproof/metricproof/adapters/remote"
 	"github.com/metricproof/metricproof/app"
@@ -36,7 +36,7 @@ import (
 // Between the front and the SDK sits httpMCP, which does for each POST
 // body what the stdio stream does for each line:
 //
-//   - It runs the checker of protocol §9.7 on the body (check.go), and
+//   - It runs the checker of protocol §9.7 on the body (package message), and
 //     answers a refused body itself: the JSON-RPC error as the body, with
 //     HTTP status 400. A body with nothing but white space is -32700.
 //     The front runs the same checker first (readBody, its Options.Read),
@@ -44,7 +44,7 @@ import (
 //     answers a refusal the same way, so a refused body behind the front
 //     never gets here; the second run costs one linear pass.
 //   - It bounds the load across all connections: every call counts what it
-//     holds (message.heldBytes) against the same 16 MiB as over stdio until
+//     holds (message.Facts.HeldBytes) against the same 16 MiB as over stdio until
 //     its answer is written; a call that does not fit is 503 with
 //     Retry-After: 1, before anything runs. The compute slots are the call
 //     layer's, one set for the whole process.
@@ -105,46 +105,33 @@ func (h *httpMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, ok := remote.Body(r)
 	if !ok { // not behind the front: read it here, within its bound
 		var err error
-		if body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, MaxLineBytes)); err != nil {
+		if body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, message.MaxLineBytes)); err != nil {
 			http.Error(w, "the body could not be read", http.StatusBadRequest)
 			return
 		}
 	}
-	m, refusal := checkBody(body)
+	m, refusal := message.CheckBody(body)
 	if refusal != nil {
 		remote.Refuse(w, refusal)
 		return
 	}
-	if m.drop {
+	if m.Drop {
 		w.WriteHeader(http.StatusAccepted) // a cancellation that names no call
 		return
 	}
-	if m.call {
-		if !h.waiting.take(m.heldBytes) {
+	if m.Call {
+		if !h.waiting.take(m.HeldBytes) {
 			remote.Busy(w, "the calls waiting hold "+strconv.Itoa(MaxHeldBytes)+" bytes of arguments")
 			return
 		}
-		defer h.waiting.give(m.heldBytes)
+		defer h.waiting.give(m.HeldBytes)
 	}
-	c := &httpCall{req: r.Context(), who: callerOf(auth.TokenInfoFromContext(r.Context()))}
-	if m.heldBack {
-		c.sum = m.argsSHA256
-	}
+	c := &httpCall{req: r.Context(), who: callerOf(auth.TokenInfoFromContext(r.Context())), sum: m.ArgsSHA256}
 	defer c.end()
 	r = r.WithContext(context.WithValue(r.Context(), httpCallKey{}, c))
-	r.Body = io.NopCloser(bytes.NewReader(m.body))
-	r.ContentLength = int64(len(m.body))
+	r.Body = io.NopCloser(bytes.NewReader(m.Body))
+	r.ContentLength = int64(len(m.Body))
 	h.sdk.ServeHTTP(w, r)
-}
-
-// checkBody is check for a POST body: a blank one is -32700, since a
-// request must be answered, where a blank line over stdio is skipped.
-func checkBody(body []byte) (message, []byte) {
-	m, refusal := check(body)
-	if m.blank {
-		refusal = rpcError(nil, jsonrpc.CodeParseError, "Parse error: the body is empty")
-	}
-	return m, refusal
 }
 
 // readBody is the front's reading of a POST body (remote.Options.Read):
@@ -154,8 +141,8 @@ func checkBody(body []byte) (message, []byte) {
 // refused before it, with the JSON-RPC error a stdio line of the same bytes
 // gets.
 func readBody(body []byte) (method, tool string, refusal []byte) {
-	m, refusal := checkBody(body)
-	return m.method, m.tool, refusal
+	m, refusal := message.CheckBody(body)
+	return m.Method, m.Tool, refusal
 }
 
 // jsonBody reports a body sent as application/json, the one media type

@@ -14,9 +14,9 @@
 // the run files are resources (resources.go).
 //
 // In front of the SDK's stdio transport sits a decorator of the byte
-// stream (stdio.go) with the checker of protocol §9.7 (check.go): a
-// plain function over one message's bytes, which an HTTP transport can run
-// on a request body as well.
+// stream (stdio.go) that runs the checker of protocol §9.7 (package
+// message) on every line; the HTTP transport (http.go) runs it on every
+// POST body.
 package mcp
 
 import (
