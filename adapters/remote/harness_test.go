@@ -20,6 +20,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/oauth"
 	"github.com/metricproof/metricproof/adapters/oauth/oauthtest"
 	"github.com/metricproof/metricproof/adapters/remote"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // resource is the audience of the tests' tokens: the URL clients would use
@@ -137,7 +138,7 @@ type fixture struct {
 	srv    *remote.Server
 	toy    *toy
 	iss    *oauthtest.Issuer
-	stderr *syncBuffer
+	stderr *testutil.SyncBuffer
 	stop   context.CancelFunc
 	served chan error
 	once   sync.Once
@@ -150,30 +151,12 @@ func (f *fixture) wait() error {
 	return f.result
 }
 
-// syncBuffer is a standard error that tests read while the server writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // start serves a toy behind a front on 127.0.0.1:0, with authorization by
 // a test issuer unless noAuth; change adjusts the options first.
 func start(t *testing.T, noAuth bool, change func(*remote.Options)) *fixture {
 	t.Helper()
 	clock := oauthtest.NewClock()
-	f := &fixture{toy: newToy(), iss: oauthtest.New(t, clock), stderr: &syncBuffer{}, served: make(chan error, 1)}
+	f := &fixture{toy: newToy(), iss: oauthtest.New(t, clock), stderr: &testutil.SyncBuffer{}, served: make(chan error, 1)}
 	o := remote.Options{Addr: "127.0.0.1:0", MCP: f.toy.handler(), Stderr: f.stderr, CancelCalls: f.toy.cancelAll, Read: readBody}
 	if !noAuth {
 		v, err := oauth.New(context.Background(), oauth.Config{Issuer: f.iss.URL, Audience: resource, AllowHTTP: true, Clock: clock})
