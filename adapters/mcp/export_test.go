@@ -13,4 +13,7 @@ func NewHTTPHandler(calls *call.Calls, listLimit int) (http.Handler, error) {
 }
 
 // ReadBody is the front's reading of a POST body (remote.Options.Read).
-func ReadBody(body []byte) (method, tool string, refusal []byte) { return readBody(body) }
+func ReadBody(body []byte) (method, tool string, refusal []byte) {
+	r, refusal := readBody(body)
+	return r.Method, r.Tool, refusal
+}

@@ -36,15 +36,13 @@ import (
 // Between the front and the SDK sits httpMCP, which does for each POST
 // body what the stdio stream does for each line:
 //
-//   - It runs the checker of protocol §9.7 on the body (package message), and
-//     answers a refused body itself: the JSON-RPC error as the body, with
-//     HTTP status 400. A body with nothing but white space is -32700.
-//     The front runs the same checker first (readBody, its Options.Read),
-//     to decide the scope on the method and tool the SDK will run, and
-//     answers a refusal the same way, so a refused body behind the front
-//     never gets here; the second run costs one linear pass.
+//   - The checker of protocol §9.7 (package message) reads the body once:
+//     the front runs it (readBody, its Options.Read) to decide the scope on
+//     the method and tool the SDK will run, answers a refusal (the
+//     JSON-RPC error as the body, status 400; a blank body is -32700), and
+//     hands the facts on; not behind the front, httpMCP runs it itself.
 //   - It bounds the load across all connections: every call counts what it
-//     holds (message.Facts.HeldBytes) against the same 16 MiB as over stdio until
+//     holds (Facts.HeldBytes) against the same 16 MiB as over stdio until
 //     its answer is written; a call that does not fit is 503 with
 //     Retry-After: 1, before anything runs. The compute slots are the call
 //     layer's, one set for the whole process.
@@ -102,17 +100,8 @@ func (h *httpMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.sdk.ServeHTTP(w, r)
 		return
 	}
-	body, ok := remote.Body(r)
-	if !ok { // not behind the front: read it here, within its bound
-		var err error
-		if body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, message.MaxLineBytes)); err != nil {
-			http.Error(w, "the body could not be read", http.StatusBadRequest)
-			return
-		}
-	}
-	m, refusal := message.CheckBody(body)
-	if refusal != nil {
-		remote.Refuse(w, refusal)
+	m, ok := checked(w, r)
+	if !ok {
 		return
 	}
 	if m.Drop {
@@ -134,15 +123,36 @@ func (h *httpMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.sdk.ServeHTTP(w, r)
 }
 
+// checked is the facts of a POST body: as the front read them (readBody),
+// or, not behind the front, read and checked here, a refusal answered.
+func checked(w http.ResponseWriter, r *http.Request) (message.Facts, bool) {
+	if v, ok := remote.Checked(r); ok {
+		if m, ok := v.(message.Facts); ok {
+			return m, true
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, message.MaxLineBytes))
+	if err != nil {
+		http.Error(w, "the body could not be read", http.StatusBadRequest)
+		return message.Facts{}, false
+	}
+	m, refusal := message.CheckBody(body)
+	if refusal != nil {
+		remote.Refuse(w, refusal)
+		return message.Facts{}, false
+	}
+	return m, true
+}
+
 // readBody is the front's reading of a POST body (remote.Options.Read):
 // the checker's, so that the scope is decided on the method and tool the
 // SDK will run, and a body the SDK could read two ways (a batch, a member
 // name twice outside the arguments, a string that is not Unicode there) is
 // refused before it, with the JSON-RPC error a stdio line of the same bytes
-// gets.
-func readBody(body []byte) (method, tool string, refusal []byte) {
+// gets. Its facts go on with the request to ServeHTTP: one check a body.
+func readBody(body []byte) (remote.Reading, []byte) {
 	m, refusal := message.CheckBody(body)
-	return m.Method, m.Tool, refusal
+	return remote.Reading{Method: m.Method, Tool: m.Tool, Checked: m}, refusal
 }
 
 // jsonBody reports a body sent as application/json, the one media type

@@ -113,24 +113,25 @@ const refusal = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"In
 // read as the SDK reads them (member names matched case-sensitively), and
 // a refusal of anything the SDK might read otherwise: not one object, a
 // member name twice at any depth, a string that is not Unicode.
-func readBody(body []byte) (method, tool string, refused []byte) {
+func readBody(body []byte) (remote.Reading, []byte) {
 	var msg struct {
 		Method string         `json:"method"`
 		Params jsontext.Value `json:"params"`
 	}
 	if jsonv2.Unmarshal(body, &msg) != nil {
-		return "", "", []byte(refusal)
+		return remote.Reading{}, []byte(refusal)
 	}
+	r := remote.Reading{Method: msg.Method, Checked: string(body)}
 	if msg.Method == "tools/call" {
 		var params struct {
 			Name string `json:"name"`
 		}
 		if jsonv2.Unmarshal(msg.Params, &params) != nil {
-			return "", "", []byte(refusal)
+			return remote.Reading{}, []byte(refusal)
 		}
-		tool = params.Name
+		r.Tool = params.Name
 	}
-	return msg.Method, tool, nil
+	return r, nil
 }
 
 // fixture is a front serving a toy on loopback, with a test issuer.
