@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/app/remedy"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -52,7 +53,7 @@ func sourceFault(name string, err error) *protocol.Error {
 	case errors.Is(err, ports.ErrOutside):
 		return protocol.Errorf(protocol.PathBoundary, "%s resolves outside the workspace", name)
 	}
-	return protocol.Errorf(protocol.IOOrNumericError, "%s could not be read%s", name, because(err))
+	return protocol.Errorf(protocol.IOOrNumericError, "%s could not be read%s", name, remedy.Because(err))
 }
 
 // optionFault is an option naming a place in object storage that the
@@ -76,7 +77,7 @@ func workspaceFault(err error) *protocol.Error {
 	case errors.Is(err, ports.ErrNotDir):
 		return protocol.Errorf(protocol.MissingWorkspace, "the workspace is not a directory")
 	}
-	return protocol.Errorf(protocol.MissingWorkspace, "the workspace cannot be opened%s", because(err))
+	return protocol.Errorf(protocol.MissingWorkspace, "the workspace cannot be opened%s", remedy.Because(err))
 }
 
 // markerFault is a cancel marker that could not be checked.
@@ -84,7 +85,7 @@ func markerFault(err error) *protocol.Error {
 	if errors.Is(err, ports.ErrOutside) {
 		return protocol.Errorf(protocol.PathBoundary, "the cancel file resolves outside the workspace")
 	}
-	return protocol.Errorf(protocol.IOOrNumericError, "the cancel file could not be checked%s", because(err))
+	return protocol.Errorf(protocol.IOOrNumericError, "the cancel file could not be checked%s", remedy.Because(err))
 }
 
 // engineFault is an engine that could not be hashed.
@@ -99,68 +100,20 @@ func runFault(runID, name string, err error) *protocol.Error {
 	case errors.Is(err, ports.ErrOutside):
 		return protocol.Errorf(protocol.PathBoundary, "the run resolves outside the workspace")
 	case errors.Is(err, ports.ErrNoBucket):
-		return noBucket("the output directory")
+		return remedy.NoBucket("the output directory")
 	case name != "":
-		return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "%s of run %s could not be read%s", name, runID, because(err)))
+		return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "%s of run %s could not be read%s", name, runID, remedy.Because(err)))
 	}
-	return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the run %s could not be read%s", runID, because(err)))
+	return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the run %s could not be read%s", runID, remedy.Because(err)))
 }
 
 // placeFault is a place in object storage, what ("the output directory",
 // "the ledger"), that its store would not serve when asked once (Reach).
 func placeFault(what string, err error) *protocol.Error {
 	if errors.Is(err, ports.ErrNoBucket) {
-		return noBucket(what)
+		return remedy.NoBucket(what)
 	}
-	return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "%s could not be listed in its store%s", what, because(err)))
-}
-
-// noBucket is a place in object storage, what, whose bucket the store
-// says it does not have: a fault of the option, which no retry mends.
-func noBucket(what string) *protocol.Error {
-	return protocol.Errorf(protocol.InvalidOutput, "the bucket of %s does not exist in its store; nothing was read or written: create it (docs/team.md says how), or correct the option's URL", what)
-}
-
-// retryableIf marks e retryable when err is a store that did not answer
-// (ports.ErrUnavailable): the same call may then succeed (protocol §15.4).
-func retryableIf(err error, e *protocol.Error) *protocol.Error {
-	if errors.Is(err, ports.ErrUnavailable) {
-		e.Retryable = true
-	}
-	return e
-}
-
-// because names the cause of an I/O failure in words the operator can act
-// on, and what to do about it, when the adapter recognised it: " (no space
-// left on the device: free space on that file system, then retry)". It
-// never shows an OS error's own text, which may hold a path.
-func because(err error) string {
-	for _, cause := range append(ports.StoreCauses(), ports.IOCauses()...) {
-		if !errors.Is(err, cause) {
-			continue
-		}
-		if remedy, ok := remedies()[cause]; ok {
-			return " (" + cause.Error() + ": " + remedy + ")"
-		}
-		return " (" + cause.Error() + ")"
-	}
-	return ""
-}
-
-// remedies says, for each cause of ports.IOCauses, what the operator can
-// do about it.
-func remedies() map[error]string {
-	return map[error]string{
-		ports.ErrNoSpace:     "free space on that file system, then retry",
-		ports.ErrQuota:       "free space within the quota or raise it, then retry",
-		ports.ErrReadOnly:    "mount it read-write, or choose a place on a writable file system",
-		ports.ErrPermission:  "give the user running tool-runner access there, or choose another place",
-		ports.ErrNameTooLong: "choose a shorter path",
-		ports.ErrPlatform:    "analyze, and any call or check with a ledger, need Linux or macOS; inspect_inputs and verify_result work here",
-		ports.ErrNoBucket:    "create it (docs/team.md says how), or correct the option's URL",
-		ports.ErrStoreDenied: "give them what docs/team.md lists (to create, read and list objects), or set others",
-		ports.ErrUnavailable: "retry; if it persists, check that the store is up and that AWS_ENDPOINT_URL_S3 (or AWS's own endpoint) reaches it",
-	}
+	return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "%s could not be listed in its store%s", what, remedy.Because(err)))
 }
 
 // inFile ties a port error to the name of the file it is about, so the

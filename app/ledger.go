@@ -8,6 +8,7 @@ import (
 
 	"github.com/metricproof/metricproof/app/ledger"
 	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/app/remedy"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -58,7 +59,7 @@ func (s *Service) CheckLedger(ctx context.Context) error {
 	if s.ledger == "" {
 		return nil
 	}
-	loc, err := s.places.ledgerLocation()
+	loc, err := s.places.ResolveLedger()
 	if err != nil {
 		return err
 	}
@@ -94,9 +95,9 @@ func ledgerReadFault(err error) *protocol.Error {
 	case errors.Is(err, ports.ErrLinked):
 		return protocol.Errorf(protocol.InvalidOutput, "%s; nothing was run", ledgerLinked)
 	case errors.Is(err, ports.ErrNoBucket):
-		return noBucket("the ledger")
+		return remedy.NoBucket("the ledger")
 	}
-	return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read%s; nothing was run", because(err)))
+	return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read%s; nothing was run", remedy.Because(err)))
 }
 
 // LedgerHold is one call's hold on the ledger's lock; its zero value holds
@@ -146,7 +147,7 @@ func (s *Service) holdLedger(ctx context.Context, hold *LedgerHold) error {
 	case errors.Is(err, ports.ErrNotRegular):
 		return protocol.Errorf(protocol.InvalidOutput, "the ledger is no longer a regular file; nothing was committed, and the call was not recorded: give --ledger a regular file")
 	}
-	return protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be locked before the commit%s; nothing was committed, and the call was not recorded", because(err))
+	return protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be locked before the commit%s; nothing was committed, and the call was not recorded", remedy.Because(err))
 }
 
 // recheckLedger checks, under the held lock, that the ledger still ends
@@ -157,7 +158,7 @@ func (s *Service) recheckLedger(hold *LedgerHold) error {
 	last, err := hold.held.LastLine()
 	if err != nil {
 		hold.unrecorded = true
-		return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read under its lock before the commit%s; nothing was committed, and the call was not recorded", because(err)))
+		return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read under its lock before the commit%s; nothing was committed, and the call was not recorded", remedy.Because(err)))
 	}
 	if last == nil {
 		return nil
@@ -244,9 +245,9 @@ func appendFault(err error) *protocol.Error {
 	case errors.Is(err, ports.ErrLinked):
 		return protocol.Errorf(protocol.InvalidOutput, "%s; so this call was not recorded", ledgerLinked)
 	case errors.Is(err, ports.ErrTornRemains):
-		return protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s, and a torn part of the record stays at the end of the ledger, which could not be cut back: every call answers LEDGER_TAMPERED until it is repaired: inspect it with tool-runner ledger, and see README on repairing it", because(err))
+		return protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s, and a torn part of the record stays at the end of the ledger, which could not be cut back: every call answers LEDGER_TAMPERED until it is repaired: inspect it with tool-runner ledger, and see README on repairing it", remedy.Because(err))
 	}
-	return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s", because(err)))
+	return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s", remedy.Because(err)))
 }
 
 // LedgerReport is what "tool-runner ledger" says of a whole ledger.

@@ -7,7 +7,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/metricproof/metricproof/app/place"
 	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/app/remedy"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -34,7 +36,7 @@ type Service struct {
 	signingKey ed25519.PrivateKey
 	trustedKey ed25519.PublicKey
 	sources    sources
-	places     places
+	places     place.Places
 }
 
 // Open wires the ports for the options and checks what every call needs
@@ -55,13 +57,13 @@ func Open(o Options, wire Wire) (s *Service, err error) {
 	case werr != nil:
 		return nil, workspaceFault(werr)
 	}
-	s = &Service{p: p, closer: closer, opts: o, sources: sources{port: p.Sources}, places: places{paths: p.Paths, opts: o}}
+	s = &Service{p: p, closer: closer, opts: o, sources: sources{port: p.Sources}, places: place.Places{Paths: p.Paths, OutputDir: o.OutputDir, Ledger: o.Ledger, ReadOnly: o.ReadOnly}}
 	if err := s.readKeys(); err != nil {
 		s.Close()
 		return nil, err
 	}
 	if o.Ledger != "" {
-		loc, err := s.places.ledgerLocation()
+		loc, err := s.places.ResolveLedger()
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -69,7 +71,7 @@ func Open(o Options, wire Wire) (s *Service, err error) {
 		l, err := p.Ledger.OpenLedger(loc.Rel)
 		if err != nil {
 			s.Close()
-			return nil, ledgerPlaceFault(err)
+			return nil, place.LedgerFault(err)
 		}
 		s.ledger, s.ledgerInStore, s.ledgerFile = loc.Rel, loc.Store, l
 	}
@@ -99,7 +101,7 @@ func (s *Service) Now() time.Time { return s.p.Clock.Now() }
 func (s *Service) CheckPaths() error {
 	ctx := context.Background()
 	if s.opts.OutputDir != "" {
-		out, err := s.places.outputLocation(true)
+		out, err := s.places.ResolveOutput(true)
 		if err != nil {
 			return err
 		}
@@ -113,7 +115,7 @@ func (s *Service) CheckPaths() error {
 		}
 	}
 	if s.ledger != "" {
-		if _, err := s.places.ledgerLocation(); err != nil {
+		if _, err := s.places.ResolveLedger(); err != nil {
 			return err
 		}
 		if err := s.reach(ctx, s.ledger, s.ledgerInStore, "the ledger"); err != nil {
@@ -215,5 +217,5 @@ func keyFault(trusted bool, err error) *protocol.Error {
 	case errors.Is(err, ports.ErrKeyFormat):
 		return protocol.Errorf(protocol.InvalidOptions, "the file of %s is not %s; %s", option, want, how)
 	}
-	return protocol.Errorf(protocol.InvalidOptions, "the file of %s could not be read%s; check that this user may read it", option, because(err))
+	return protocol.Errorf(protocol.InvalidOptions, "the file of %s could not be read%s; check that this user may read it", option, remedy.Because(err))
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -234,7 +235,7 @@ func (s *sources) rememberBlockers(snap snapshot, rows RowCounts, blockers []dom
 // encoded once per memo.
 func (s *sources) savedResult(snap snapshot, result *domain.Result, sizeHint int) ([]byte, string) {
 	encode := func() ([]byte, string) {
-		data := encodeResult(result, sizeHint)
+		data := evidence.EncodeResult(result, sizeHint)
 		return data, domain.SHA256Hex(data)
 	}
 	m := snap.memo
