@@ -7,6 +7,7 @@ import (
 
 	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/app/remedy"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -329,4 +330,18 @@ func (a *audit) recomputed() error {
 		return protocol.Errorf(protocol.ResultTampered, "a fresh computation over the same sources differs from %s", ports.ResultFile)
 	}
 	return nil
+}
+
+// runFault is a run, or its file name (when not empty), that could not be
+// read.
+func runFault(runID, name string, err error) *protocol.Error {
+	switch {
+	case errors.Is(err, ports.ErrOutside):
+		return protocol.Errorf(protocol.PathBoundary, "the run resolves outside the workspace")
+	case errors.Is(err, ports.ErrNoBucket):
+		return remedy.NoBucket("the output directory")
+	case name != "":
+		return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "%s of run %s could not be read%s", name, runID, remedy.Because(err)))
+	}
+	return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the run %s could not be read%s", runID, remedy.Because(err)))
 }
