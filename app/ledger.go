@@ -19,7 +19,7 @@ import (
 // here are the ledger's place, its checks and the append.
 
 // ledgerWaitSeconds is the period of a call's wait for its turn at the
-// ledger's lock (protocol §11): the wait lasts while the ledger changes,
+// ledger's lock: the wait lasts while the ledger changes,
 // since every call that lets go of the lock has recorded itself, and gives
 // up, unrecorded, after a period with no change (the holder is stuck) or
 // after ports.MaxLockWaitPeriods periods (ledgerWaitMinutes) in all.

@@ -29,7 +29,7 @@ type Service struct {
 	// its URL.
 	ledgerInStore bool
 	// ledgerFile is the ledger, its directory opened once by Open: every
-	// access to it after that goes through this handle (protocol §11).
+	// access to it after that goes through this handle.
 	ledgerFile ports.Ledger
 	// signingKey signs every run analyze commits; trustedKey is the only
 	// key verify_result accepts. Either may be nil.
