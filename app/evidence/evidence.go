@@ -4,8 +4,8 @@
 // one saved layout: two-space indentation, keys in the struct's declared
 // order (maps sorted), no HTML escaping, one trailing newline. The same
 // value always gives the same bytes, which is what makes result.json
-// reproducible. It writes and reads the bytes; the use cases (package app)
-// decide when.
+// reproducible. It makes and checks the bytes, the signature included;
+// the use cases (package app) decide when.
 package evidence
 
 import (
