@@ -41,6 +41,7 @@ func layers() map[string]layer {
 		"ports":     {},
 		"app":       {internal: []string{"domain", "ports", "app"}, external: []string{"github.com/go-json-experiment/json"}},
 		"pure":      {internal: []string{"domain", "app"}, external: []string{"github.com/go-json-experiment/json"}},
+		"helpers":   {internal: []string{"domain", "ports", "app"}, external: []string{"github.com/go-json-experiment/json"}},
 		"adapters":  {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/spf13/afero", "golang.org/x/sys/unix", "github.com/matryer/is"}},
 		"confining": {internal: []string{"domain", "ports"}, external: []string{"github.com/landlock-lsm/go-landlock", "golang.org/x/sys/unix"}},
 		"store":     {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go", "golang.org/x/sys/unix"}},
@@ -109,6 +110,15 @@ func purePackages() []string {
 	return []string{module + "/app/attest", module + "/app/jsonout", module + "/app/jsonvalue", module + "/app/ledger", module + "/app/protocol"}
 }
 
+// helperPackages do one job each for the use cases over the ports (the
+// run's saved files, the operator's places, a port failure's wording):
+// they import the ports, the domain, the pure packages
+// and one another, never the app itself or its call layer, so the use
+// cases depend on them and not the other way.
+func helperPackages() []string {
+	return []string{module + "/app/evidence", module + "/app/place", module + "/app/remedy"}
+}
+
 // landlockPackage confines the process with Landlock (protocol §16): a
 // driven adapter of its own row, the one package that may import
 // go-landlock, and only the domain's source names and the ports besides.
@@ -132,6 +142,9 @@ const storePackage = module + "/adapters/s3store"
 func layerOf(top, pkg string) string {
 	if slices.Contains(purePackages(), pkg) {
 		return "pure"
+	}
+	if slices.Contains(helperPackages(), pkg) {
+		return "helpers"
 	}
 	if pkg == landlockPackage {
 		return "confining"
@@ -197,6 +210,9 @@ func check(top, pkg, imp string) error {
 		}
 		if imp == messagePackage && !strings.HasPrefix(pkg, module+"/adapters/mcp") {
 			return fmt.Errorf("%s imports %s: only the MCP server runs its checker", pkg, imp)
+		}
+		if top == "helpers" && target == "app" && !slices.Contains(purePackages(), imp) && !slices.Contains(helperPackages(), imp) {
+			return fmt.Errorf("%s imports %s: a helper of the use cases imports only the pure packages and other helpers of app", pkg, imp)
 		}
 		if top == "remote" && target == "adapters" && !strings.HasPrefix(imp, module+"/adapters/oauth") && !strings.HasPrefix(rest, "adapters/internal/") {
 			return fmt.Errorf("%s imports %s: the remote front imports only the token verifier of the adapters", pkg, imp)
@@ -312,6 +328,12 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"app", module + "/app/jsonout", "os"},
 		{"app", module + "/app/jsonout", module + "/app"},
 		{"app", module + "/app/call", module + "/adapters/stdio"},
+		{"app", module + "/app/evidence", module + "/app"},
+		{"app", module + "/app/evidence", module + "/app/call"},
+		{"app", module + "/app/evidence", module + "/adapters/osfs"},
+		{"app", module + "/app/evidence", "github.com/spf13/afero"},
+		{"app", module + "/app/place", module + "/app"},
+		{"app", module + "/app/remedy", module + "/app/call"},
 		{"app", module + "/app/call", "github.com/modelcontextprotocol/go-sdk/mcp"},
 		{"internal", module + "/internal/testinputs", module + "/domain"},
 		{"internal", module + "/internal/testinputs", "github.com/matryer/is"},
@@ -378,6 +400,12 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/mcp", "github.com/go-json-experiment/json/jsontext"},
 		{"app", module + "/app", module + "/app/attest"},
 		{"app", module + "/app/call", module + "/app"},
+		{"app", module + "/app/evidence", module + "/app/attest"},
+		{"app", module + "/app/evidence", module + "/ports"},
+		{"app", module + "/app/evidence", "time"},
+		{"app", module + "/app/place", module + "/app/remedy"},
+		{"app", module + "/app/remedy", module + "/ports"},
+		{"adapters", module + "/adapters/report", module + "/app/evidence"},
 		{"app", module + "/app/jsonout", "github.com/go-json-experiment/json/jsontext"},
 		{"adapters", module + "/adapters/stdio", cliPackage},
 		{"adapters", module + "/adapters/mcp", cliPackage},

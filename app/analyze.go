@@ -5,7 +5,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/metricproof/metricproof/app/evidence"
+	"github.com/metricproof/metricproof/app/place"
 	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/app/remedy"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -19,7 +22,7 @@ type Run struct {
 	// Artifacts are the paths of the run's files, for the response.
 	Artifacts Artifacts
 	// Files are the run's files, in the order written.
-	Files        []RunFile
+	Files        []evidence.RunFile
 	ResultSHA256 string
 }
 
@@ -54,7 +57,7 @@ func (s *Service) Analyze(ctx context.Context, runID, digest string, hold *Ledge
 	if err := s.checkCancel(ctx, "before work"); err != nil {
 		return Run{}, err
 	}
-	out, err := s.places.outputLocation(true)
+	out, err := s.places.ResolveOutput(true)
 	if err != nil {
 		return Run{}, err
 	}
@@ -107,7 +110,7 @@ func (s *Service) Analyze(ctx context.Context, runID, digest string, hold *Ledge
 		run.Artifacts.Attestation = where(ports.AttestationFile)
 	}
 	for _, f := range files {
-		run.Files = append(run.Files, RunFile{RunID: runID, Name: f.Name, Size: len(f.Data)})
+		run.Files = append(run.Files, evidence.RunFile{RunID: runID, Name: f.Name, Size: len(f.Data)})
 	}
 	return run, nil
 }
@@ -118,7 +121,7 @@ func (s *Service) Analyze(ctx context.Context, runID, digest string, hold *Ledge
 func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) ([]ports.File, string, error) {
 	// result.json first: it does not need the engine, whose hash may still
 	// be running on another core.
-	resultBytes, resultSum := s.sources.savedResult(snap, &result, ResultSizeHint(&result, true))
+	resultBytes, resultSum := s.sources.savedResult(snap, &result, evidence.ResultSizeHint(&result, true))
 	engine, err := s.p.Engine.Identity()
 	if err != nil {
 		return nil, "", engineFault()
@@ -128,16 +131,16 @@ func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) (
 	}
 	receipt := newReceipt(runID, snap, engine, resultSum, s.p.Clock.Now())
 	if s.signingKey != nil {
-		if receipt.Signer, err = signerOf(s.signingKey); err != nil {
+		if receipt.Signer, err = evidence.SignerOf(s.signingKey); err != nil {
 			return nil, "", encodingFault("receipt")
 		}
 	}
-	receiptBytes, err := encodeSaved(receipt)
+	receiptBytes, err := evidence.Encode(receipt)
 	if err != nil {
 		return nil, "", encodingFault("receipt")
 	}
 	receiptSum := domain.SHA256Hex(receiptBytes)
-	checksumBytes, err := encodeSaved(Checksums{Receipt: receiptSum, Result: resultSum})
+	checksumBytes, err := evidence.Encode(evidence.Checksums{Receipt: receiptSum, Result: resultSum})
 	if err != nil {
 		return nil, "", encodingFault("checksums")
 	}
@@ -147,7 +150,7 @@ func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) (
 		{Name: ports.ChecksumsFile, Data: checksumBytes},
 	}
 	if s.signingKey != nil {
-		attestation, err := attestRun(s.signingKey, receiptBytes, receiptSum, resultSum)
+		attestation, err := evidence.Attest(s.signingKey, receiptBytes, receiptSum, resultSum)
 		if err != nil {
 			return nil, "", encodingFault("attestation")
 		}
@@ -157,8 +160,8 @@ func (s *Service) encodeRun(runID string, snap snapshot, result domain.Result) (
 }
 
 // newReceipt is the receipt of run runID, made now.
-func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, resultSHA256 string, now time.Time) Receipt {
-	return Receipt{
+func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, resultSHA256 string, now time.Time) evidence.Receipt {
+	return evidence.Receipt{
 		ProtocolVersion: protocol.Version,
 		RunID:           runID,
 		DefinitionID:    domain.DefinitionID,
@@ -166,8 +169,8 @@ func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, result
 		SourceDigest:    snap.digest(),
 		EngineSHA256:    engine.SHA256,
 		ResultSHA256:    resultSHA256,
-		CreatedAt:       now.UTC().Format(createdAtLayout),
-		Build:           BuildOf(engine),
+		CreatedAt:       evidence.CreatedAt(now),
+		Build:           evidence.BuildOf(engine),
 	}
 }
 
@@ -182,7 +185,7 @@ func newReceipt(runID string, snap snapshot, engine ports.EngineIdentity, result
 // the wait, or a ledger found damaged there, commits nothing, so no wait
 // ever leaves a committed run without its record.
 func (s *Service) commit(ctx context.Context, out ports.Location, runID, digest string, files []ports.File, hold *LedgerHold) (where func(name string) string, err error) {
-	dir, runPath := out.Rel, join(out, runID)
+	dir, runPath := out.Rel, place.Join(out, runID)
 	w, werr := s.p.Evidence.OpenWriter(dir)
 	if werr != nil {
 		return nil, writeFault(dir, werr)
@@ -249,22 +252,22 @@ func writeFault(subject string, err error) *protocol.Error {
 	case errors.Is(err, ports.ErrExists):
 		return protocol.Errorf(protocol.OutputCollision, "%s already exists; existing evidence is never overwritten: use a new run ID", subject)
 	case errors.Is(err, ports.ErrNotDir), errors.Is(err, ports.ErrNameTooLong):
-		return outputFault(err)
+		return place.OutputFault(err)
 	case errors.Is(err, ports.ErrOutside):
 		return protocol.Errorf(protocol.PathBoundary, "the output directory or its lock file leads out of the output directory (a symlink put there after the path was checked?); nothing was written: remove it, or choose another output directory")
 	case errors.Is(err, ports.ErrInsideEvidence):
 		return protocol.Errorf(protocol.PathBoundary, "the output directory %s became a run or lies inside one while this call was reading the sources; nothing was written: choose an output directory outside every run", subject)
 	case errors.Is(err, ports.ErrNoBucket):
-		return noBucket("the output directory")
+		return remedy.NoBucket("the output directory")
 	case errors.Is(err, ports.ErrMaybeCommitted) && errors.Is(err, ports.ErrOutcomeUnknown):
 		// A store's commit whose answer was lost, and a read could not
 		// tell whether it took effect. (A staged file's lost answer
 		// commits nothing: the default below.)
-		return protocol.Errorf(protocol.IOOrNumericError, "the commit of run %s was sent to the store, and its answer was lost%s; the store could not be asked afterwards, so the run may be committed: verify it with verify_result before you rely on it or retry (a retry with the same run ID answers OUTPUT_COLLISION if it was)", subject, because(err))
+		return protocol.Errorf(protocol.IOOrNumericError, "the commit of run %s was sent to the store, and its answer was lost%s; the store could not be asked afterwards, so the run may be committed: verify it with verify_result before you rely on it or retry (a retry with the same run ID answers OUTPUT_COLLISION if it was)", subject, remedy.Because(err))
 	case errors.Is(err, ports.ErrMaybeCommitted):
-		return protocol.Errorf(protocol.IOOrNumericError, "the run %s was renamed into place, but making it durable failed%s and it could not be moved back out of sight: the run may be committed, and may not survive a crash of the machine: verify it with verify_result before you rely on it (a retry with the same run ID answers OUTPUT_COLLISION while it stands)", subject, because(err))
+		return protocol.Errorf(protocol.IOOrNumericError, "the run %s was renamed into place, but making it durable failed%s and it could not be moved back out of sight: the run may be committed, and may not survive a crash of the machine: verify it with verify_result before you rely on it (a retry with the same run ID answers OUTPUT_COLLISION while it stands)", subject, remedy.Because(err))
 	case errors.Is(err, ports.ErrNoReplaceUnsupported):
 		return protocol.Errorf(protocol.IOOrNumericError, "the filesystem of %s cannot rename without replacing, so no commit is safe; nothing was committed", subject)
 	}
-	return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "writing the run in %s failed%s; nothing was committed", subject, because(err)))
+	return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "writing the run in %s failed%s; nothing was committed", subject, remedy.Because(err)))
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
@@ -180,7 +181,7 @@ func TestReceiptAndChecksumsBindTheRun(t *testing.T) {
 	r := m.run(analyzeReq("r1", digest), "--workspace", wsRoot, "--output-dir", "runs")
 	is.Equal(r.Exit, 0)
 	result, receipt, checksums := m.read("runs/r1/result.json"), m.read("runs/r1/receipt.json"), m.read("runs/r1/checksums.json")
-	var rc app.Receipt
+	var rc evidence.Receipt
 	is.NoErr(json.Unmarshal(receipt, &rc))
 	is.Equal(rc.ProtocolVersion, "1.0")
 	is.Equal(rc.RunID, "r1")

@@ -4,8 +4,10 @@
 // [Service.Review] (the reviewer's page, §13), the run files as resources
 // ([Service.ReadRunFile], [Service.Runs], §9.6) and the call ledger
 // ([Service.CheckLedger], [Service.Record], [Service.CheckChain], §11).
-// Signed evidence (§10) is package attest's; the ledger's chain package
-// ledger's.
+// Beside it, each with one job: package evidence (the saved files, their
+// layout and signature, §6.4, §10), package place (the operator's places
+// and the write boundary), package remedy (a port's failure in the
+// operator's words), package ledger (the hash chain).
 //
 // # Errors
 //

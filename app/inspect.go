@@ -26,7 +26,7 @@ func (s *Service) Inspect(ctx context.Context) (InspectResult, error) {
 		return InspectResult{}, err
 	}
 	if s.opts.OutputDir != "" {
-		if _, err := s.places.outputLocation(false); err != nil {
+		if _, err := s.places.ResolveOutput(false); err != nil {
 			return InspectResult{}, err
 		}
 	}

@@ -3,11 +3,13 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/metricproof/metricproof/app/ledger"
 	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/app/remedy"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -17,7 +19,7 @@ import (
 // here are the ledger's place, its checks and the append.
 
 // ledgerWaitSeconds is the period of a call's wait for its turn at the
-// ledger's lock (protocol §11): the wait lasts while the ledger changes,
+// ledger's lock: the wait lasts while the ledger changes,
 // since every call that lets go of the lock has recorded itself, and gives
 // up, unrecorded, after a period with no change (the holder is stuck) or
 // after ports.MaxLockWaitPeriods periods (ledgerWaitMinutes) in all.
@@ -31,21 +33,40 @@ func records() ledger.Rules {
 	return ledger.Rules{Transports: ledger.Transports(), Callers: ledger.Callers()}
 }
 
-// stuckHolder says why a wait for the ledger's lock gave up: a period with
-// no record means that whoever holds the lock keeps it without recording,
-// since every call records itself before it lets go; the wait cannot tell
-// which process that is.
-const stuckHolder = "whoever holds its lock keeps it without recording anything (a stopped or hung process, of this program or of an account that can open the file: fuser or lsof on the ledger names it)"
+// lockWait is a wait for the ledger's lock, in the words of its faults:
+// who waited, for what, what it leaves, and whether to say when to retry
+// (a call not yet run may be retried; a record not made may not).
+type lockWait struct {
+	who, forWhat, leaves string
+	retry                bool
+}
 
-// retryAfterTheBurst is what to do when a wait's line moved all along but
-// too slowly for its turn to come.
-const retryAfterTheBurst = "retry when the burst is over, or spread the calls out"
-
-// ledgerExposed is the fault of a ledger whose mode cannot be made 0600.
-const ledgerExposed = "the ledger is open to group or others, so another account could hold its lock, and this user may not change its mode: have the file's owner run chmod 600 on it"
-
-// ledgerLinked is the fault of a ledger with more than one hard link.
-const ledgerLinked = "the ledger has more than one hard link, so another name of it may lie outside the workspace, and every record would be written there too: remove the extra link, or give --ledger a new path"
+// lockFault is the fault of a wait for the ledger's lock that gave up, or
+// of a ledger whose lock may not be taken, by its cause; nil for any other
+// error. A period with no record means that whoever holds the lock keeps
+// it without recording, since every call records itself before it lets
+// go; the wait cannot tell which process that is.
+func lockFault(err error, w lockWait) *protocol.Error {
+	afterStuck, afterBurst := "", ""
+	if w.retry {
+		afterStuck, afterBurst = ": retry once it has let go", ": retry when the burst is over, or spread the calls out"
+	}
+	for _, f := range []struct {
+		cause   error
+		code    protocol.Code
+		message string
+	}{
+		{ports.ErrBusy, protocol.IOOrNumericError, fmt.Sprintf("%s waited %s, and for %d s no call was recorded in it: whoever holds its lock keeps it without recording anything (a stopped or hung process, of this program or of an account that can open the file: fuser or lsof on the ledger names it); %s%s", w.who, w.forWhat, ledgerWaitSeconds, w.leaves, afterStuck)},
+		{ports.ErrWaitedTooLong, protocol.IOOrNumericError, fmt.Sprintf("%s waited %d minutes %s, while other calls kept being recorded, and its turn did not come; %s%s", w.who, ledgerWaitMinutes, w.forWhat, w.leaves, afterBurst)},
+		{ports.ErrLockExposed, protocol.InvalidOutput, "the ledger is open to group or others, so another account could hold its lock, and this user may not change its mode: have the file's owner run chmod 600 on it; " + w.leaves},
+		{ports.ErrLinked, protocol.InvalidOutput, "the ledger has more than one hard link, so another name of it may lie outside the workspace, and every record would be written there too: remove the extra link, or give --ledger a new path; " + w.leaves},
+	} {
+		if errors.Is(err, f.cause) {
+			return protocol.Errorf(f.code, "%s", f.message)
+		}
+	}
+	return nil
+}
 
 // CheckLedger is the pre-check every call makes before any work: the
 // ledger's path still resolves where it did when the service opened (each
@@ -58,7 +79,7 @@ func (s *Service) CheckLedger(ctx context.Context) error {
 	if s.ledger == "" {
 		return nil
 	}
-	loc, err := s.places.ledgerLocation()
+	loc, err := s.places.ResolveLedger()
 	if err != nil {
 		return err
 	}
@@ -87,16 +108,14 @@ func ledgerReadFault(err error) *protocol.Error {
 		return protocol.Errorf(protocol.InvalidOptions, "the ledger does not exist (the first call recorded in it creates it); check the --ledger path")
 	case errors.Is(err, ports.ErrNotRegular):
 		return protocol.Errorf(protocol.InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
-	case errors.Is(err, ports.ErrBusy):
-		return protocol.Errorf(protocol.IOOrNumericError, "this call waited for a shared lock on the ledger, to read its last record, and for %d s no call was recorded in it: %s; nothing was run: retry once it has let go", ledgerWaitSeconds, stuckHolder)
-	case errors.Is(err, ports.ErrWaitedTooLong):
-		return protocol.Errorf(protocol.IOOrNumericError, "this call waited %d minutes for a shared lock on the ledger, to read its last record, while other calls kept being recorded, and its turn did not come; nothing was run: %s", ledgerWaitMinutes, retryAfterTheBurst)
-	case errors.Is(err, ports.ErrLinked):
-		return protocol.Errorf(protocol.InvalidOutput, "%s; nothing was run", ledgerLinked)
-	case errors.Is(err, ports.ErrNoBucket):
-		return noBucket("the ledger")
 	}
-	return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read%s; nothing was run", because(err)))
+	if e := lockFault(err, lockWait{"this call", "for a shared lock on the ledger, to read its last record", "nothing was run", true}); e != nil {
+		return e
+	}
+	if errors.Is(err, ports.ErrNoBucket) {
+		return remedy.NoBucket("the ledger")
+	}
+	return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read%s; nothing was run", remedy.Because(err)))
 }
 
 // LedgerHold is one call's hold on the ledger's lock; its zero value holds
@@ -132,21 +151,16 @@ func (s *Service) holdLedger(ctx context.Context, hold *LedgerHold) error {
 		return nil
 	}
 	hold.unrecorded = true
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return protocol.Errorf(protocol.Cancelled, "the call was cancelled while it waited for another process's lock on the ledger before its commit; nothing was committed, and the call was not recorded (recording it would mean waiting for that lock)")
-	case errors.Is(err, ports.ErrBusy):
-		return protocol.Errorf(protocol.IOOrNumericError, "this analyze waited for the ledger's lock before its commit, and for %d s no call was recorded in it: %s; nothing was committed, and the call was not recorded: retry once it has let go", ledgerWaitSeconds, stuckHolder)
-	case errors.Is(err, ports.ErrWaitedTooLong):
-		return protocol.Errorf(protocol.IOOrNumericError, "this analyze waited %d minutes for the ledger's lock before its commit, while other calls kept being recorded, and its turn did not come; nothing was committed, and the call was not recorded: %s", ledgerWaitMinutes, retryAfterTheBurst)
-	case errors.Is(err, ports.ErrLockExposed):
-		return protocol.Errorf(protocol.InvalidOutput, "%s; nothing was committed, and the call was not recorded", ledgerExposed)
-	case errors.Is(err, ports.ErrLinked):
-		return protocol.Errorf(protocol.InvalidOutput, "%s; nothing was committed, and the call was not recorded", ledgerLinked)
-	case errors.Is(err, ports.ErrNotRegular):
+	}
+	if e := lockFault(err, lockWait{"this analyze", "for the ledger's lock before its commit", "nothing was committed, and the call was not recorded", true}); e != nil {
+		return e
+	}
+	if errors.Is(err, ports.ErrNotRegular) {
 		return protocol.Errorf(protocol.InvalidOutput, "the ledger is no longer a regular file; nothing was committed, and the call was not recorded: give --ledger a regular file")
 	}
-	return protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be locked before the commit%s; nothing was committed, and the call was not recorded", because(err))
+	return protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be locked before the commit%s; nothing was committed, and the call was not recorded", remedy.Because(err))
 }
 
 // recheckLedger checks, under the held lock, that the ledger still ends
@@ -157,7 +171,7 @@ func (s *Service) recheckLedger(hold *LedgerHold) error {
 	last, err := hold.held.LastLine()
 	if err != nil {
 		hold.unrecorded = true
-		return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read under its lock before the commit%s; nothing was committed, and the call was not recorded", because(err)))
+		return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the ledger could not be read under its lock before the commit%s; nothing was committed, and the call was not recorded", remedy.Because(err)))
 	}
 	if last == nil {
 		return nil
@@ -231,22 +245,17 @@ func (s *Service) Record(hold *LedgerHold, record func() ledger.Record) error {
 
 // appendFault is a record that could not be appended.
 func appendFault(err error) *protocol.Error {
-	var e *protocol.Error
-	switch {
-	case errors.As(err, &e):
-		return e
-	case errors.Is(err, ports.ErrBusy):
-		return protocol.Errorf(protocol.IOOrNumericError, "this call waited for the ledger's lock, to record itself, and for %d s no call was recorded in it: %s; so this call was not recorded", ledgerWaitSeconds, stuckHolder)
-	case errors.Is(err, ports.ErrWaitedTooLong):
-		return protocol.Errorf(protocol.IOOrNumericError, "this call waited %d minutes for the ledger's lock, to record itself, while other calls kept being recorded, and its turn did not come; so this call was not recorded", ledgerWaitMinutes)
-	case errors.Is(err, ports.ErrLockExposed):
-		return protocol.Errorf(protocol.InvalidOutput, "%s; so this call was not recorded", ledgerExposed)
-	case errors.Is(err, ports.ErrLinked):
-		return protocol.Errorf(protocol.InvalidOutput, "%s; so this call was not recorded", ledgerLinked)
-	case errors.Is(err, ports.ErrTornRemains):
-		return protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s, and a torn part of the record stays at the end of the ledger, which could not be cut back: every call answers LEDGER_TAMPERED until it is repaired: inspect it with tool-runner ledger, and see README on repairing it", because(err))
+	var coded *protocol.Error
+	if errors.As(err, &coded) {
+		return coded
 	}
-	return retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s", because(err)))
+	if e := lockFault(err, lockWait{"this call", "for the ledger's lock, to record itself", "so this call was not recorded", false}); e != nil {
+		return e
+	}
+	if errors.Is(err, ports.ErrTornRemains) {
+		return protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s, and a torn part of the record stays at the end of the ledger, which could not be cut back: every call answers LEDGER_TAMPERED until it is repaired: inspect it with tool-runner ledger, and see README on repairing it", remedy.Because(err))
+	}
+	return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "recording the call in the ledger failed%s", remedy.Because(err)))
 }
 
 // LedgerReport is what "tool-runner ledger" says of a whole ledger.

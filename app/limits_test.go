@@ -7,7 +7,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/internal/testutil"
 )
@@ -39,8 +39,8 @@ func TestTheLargestPossibleResultFitsTheReadBackLimit(t *testing.T) {
 	r := m.run(analyzeReq("big", m.digest()), "--workspace", wsRoot, "--output-dir", "runs")
 	is.Equal(r.Exit, 0)
 	size := len(m.read("runs/big/result.json"))
-	t.Logf("largest result.json: %d bytes, %.1f%% of the %d-byte read-back limit", size, 100*float64(size)/app.MaxSavedBytes, app.MaxSavedBytes)
-	is.True(size <= app.MaxSavedBytes) // fits, so it can always be verified
+	t.Logf("largest result.json: %d bytes, %.1f%% of the %d-byte read-back limit", size, 100*float64(size)/evidence.MaxSavedBytes, evidence.MaxSavedBytes)
+	is.True(size <= evidence.MaxSavedBytes) // fits, so it can always be verified
 	v := m.run(verifyReq("v", "big"), "--workspace", wsRoot, "--output-dir", "runs")
 	is.Equal(v.Exit, 0)
 }

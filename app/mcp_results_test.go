@@ -16,6 +16,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/call"
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/internal/testutil"
 )
@@ -143,7 +144,7 @@ func TestAnswersNameTheRunFilesTheyAreAbout(t *testing.T) {
 	}
 	is.Equal(names, []string{"result.json", "receipt.json", "checksums.json"})
 	v := mcpCall(s, "verify_result", `{"run_id":"r1"}`)
-	is.Equal(v.Files, []app.RunFile{{RunID: "r1", Name: "result.json", Size: len(m.read("runs/r1/result.json"))}})
+	is.Equal(v.Files, []evidence.RunFile{{RunID: "r1", Name: "result.json", Size: len(m.read("runs/r1/result.json"))}})
 	is.Equal(mcpCall(s, "verify_result", `{"run_id":"r2"}`).Files, nil)
 	is.Equal(mcpCall(s, "analyze", `{"expected_source_digest":"`+m.digest()+`","run_id":"r1"}`).Files, nil) // collision
 }

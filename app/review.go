@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/app/ledger"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
@@ -29,7 +30,7 @@ type Review struct {
 	Checks []CheckOutcome
 	// Result and Receipt are the run's, once verified; nil otherwise.
 	Result  *domain.Result
-	Receipt *Receipt
+	Receipt *evidence.Receipt
 	// TrustedKey reports that --trusted-key was given: on a verified run,
 	// the signer's key is that key.
 	TrustedKey bool
@@ -109,7 +110,7 @@ func (s *Service) Review(ctx context.Context, runID string) (r Review, err error
 			r, err = Review{}, protocol.Errorf(protocol.InternalError, "the engine failed unexpectedly while it verified the run; nothing was written")
 		}
 	}()
-	out, err := s.places.outputLocation(false)
+	out, err := s.places.ResolveOutput(false)
 	if err != nil {
 		return Review{}, err
 	}

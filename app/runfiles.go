@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/app/remedy"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -17,11 +19,9 @@ import (
 // nothing.
 
 // ReadRunFile returns the exact bytes of the file name of the committed
-// run runID, after the checks verify_result makes to read a run: runID in
-// the ID grammar, name one of ports.RunFileNames, the run a
-// directory inside the output directory (not a symlink), the file a
-// regular file there (not a symlink) of at most MaxSavedBytes. It writes
-// nothing, and is no tool call: it is not recorded.
+// run runID, after the checks verify_result makes to read a run (the run
+// a directory, the file a regular file within the limit, neither a
+// symlink).
 //
 // MISSING_RESULT means there is no such file to read: the run ID or the
 // name is not one, there is no output directory or run or file, or the
@@ -41,14 +41,14 @@ func (s *Service) ReadRunFile(ctx context.Context, runID, name string) ([]byte, 
 	case s.opts.OutputDir == "":
 		return missing("the server has no --output-dir, so it holds no runs")
 	}
-	out, err := s.places.outputLocation(false)
+	out, err := s.places.ResolveOutput(false)
 	if err != nil {
 		return nil, err
 	}
 	if !out.Exists {
 		return missing("there is no run %s in the output directory", runID)
 	}
-	run, err := s.p.Evidence.ReadRun(out.Rel, runID, []string{name}, MaxSavedBytes)
+	run, err := s.p.Evidence.ReadRun(out.Rel, runID, []string{name}, evidence.MaxSavedBytes)
 	switch {
 	case errors.Is(err, ports.ErrOutside):
 		return missing("run %s resolves outside the output directory", runID)
@@ -68,7 +68,7 @@ func (s *Service) ReadRunFile(ctx context.Context, runID, name string) ([]byte, 
 	case errors.Is(f.Err, ports.ErrNotRegular):
 		return missing("%s of run %s is not a regular file", name, runID)
 	case errors.Is(f.Err, ports.ErrTooLarge):
-		return missing("%s of run %s is larger than %d bytes", name, runID, MaxSavedBytes)
+		return missing("%s of run %s is larger than %d bytes", name, runID, evidence.MaxSavedBytes)
 	case errors.Is(f.Err, ports.ErrOutside):
 		return missing("%s of run %s resolves outside the run", name, runID)
 	}
@@ -88,7 +88,7 @@ func (s *Service) Runs(ctx context.Context, after string, n int) ([]ports.Listed
 	if s.opts.OutputDir == "" {
 		return nil, false, nil
 	}
-	out, err := s.places.outputLocation(false)
+	out, err := s.places.ResolveOutput(false)
 	if err != nil {
 		return nil, false, err
 	}
@@ -98,9 +98,9 @@ func (s *Service) Runs(ctx context.Context, after string, n int) ([]ports.Listed
 	listed, err := s.p.Evidence.ListRuns(out.Rel)
 	switch {
 	case errors.Is(err, ports.ErrNoBucket):
-		return nil, false, noBucket("the output directory")
+		return nil, false, remedy.NoBucket("the output directory")
 	case err != nil:
-		return nil, false, retryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the output directory could not be listed%s", because(err)))
+		return nil, false, remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the output directory could not be listed%s", remedy.Because(err)))
 	}
 	var runs []ports.ListedRun
 	for _, r := range listed {

@@ -11,7 +11,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/spf13/afero"
 
-	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/internal/testutil"
 	"github.com/metricproof/metricproof/ports"
@@ -60,8 +60,8 @@ func TestARunFileIsReadExactlyAndNothingElseIs(t *testing.T) {
 	digest := m.digest()
 	is.Equal(m.run(analyzeReq("r1", digest), "--workspace", wsRoot, "--output-dir", "runs").Exit, 0)
 	m.write("runs/dir-result/result.json/x", "")
-	m.write("runs/big/result.json", strings.Repeat(" ", app.MaxSavedBytes+1))
-	m.write("runs/four/result.json", strings.Repeat(" ", app.MaxSavedBytes))
+	m.write("runs/big/result.json", strings.Repeat(" ", evidence.MaxSavedBytes+1))
+	m.write("runs/four/result.json", strings.Repeat(" ", evidence.MaxSavedBytes))
 	s := m.mcpService("--output-dir", "runs", "--ledger", "calls.jsonl")
 	before := m.tree()
 
@@ -72,7 +72,7 @@ func TestARunFileIsReadExactlyAndNothingElseIs(t *testing.T) {
 	}
 	data, e := s.svc.ReadRunFile(context.Background(), "four", "result.json")
 	is.True(e == nil)
-	is.Equal(len(data), app.MaxSavedBytes) // exactly the limit is read
+	is.Equal(len(data), evidence.MaxSavedBytes) // exactly the limit is read
 
 	for _, tt := range []struct{ run, name string }{
 		{"r1", "attestation.json"}, // an unsigned run has none

@@ -7,7 +7,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/metricproof/metricproof/app/place"
 	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/app/remedy"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -27,14 +29,14 @@ type Service struct {
 	// its URL.
 	ledgerInStore bool
 	// ledgerFile is the ledger, its directory opened once by Open: every
-	// access to it after that goes through this handle (protocol §11).
+	// access to it after that goes through this handle.
 	ledgerFile ports.Ledger
 	// signingKey signs every run analyze commits; trustedKey is the only
 	// key verify_result accepts. Either may be nil.
 	signingKey ed25519.PrivateKey
 	trustedKey ed25519.PublicKey
 	sources    sources
-	places     places
+	places     place.Places
 }
 
 // Open wires the ports for the options and checks what every call needs
@@ -55,13 +57,13 @@ func Open(o Options, wire Wire) (s *Service, err error) {
 	case werr != nil:
 		return nil, workspaceFault(werr)
 	}
-	s = &Service{p: p, closer: closer, opts: o, sources: sources{port: p.Sources}, places: places{paths: p.Paths, opts: o}}
+	s = &Service{p: p, closer: closer, opts: o, sources: sources{port: p.Sources}, places: place.Places{Paths: p.Paths, OutputDir: o.OutputDir, Ledger: o.Ledger, ReadOnly: o.ReadOnly}}
 	if err := s.readKeys(); err != nil {
 		s.Close()
 		return nil, err
 	}
 	if o.Ledger != "" {
-		loc, err := s.places.ledgerLocation()
+		loc, err := s.places.ResolveLedger()
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -69,7 +71,7 @@ func Open(o Options, wire Wire) (s *Service, err error) {
 		l, err := p.Ledger.OpenLedger(loc.Rel)
 		if err != nil {
 			s.Close()
-			return nil, ledgerPlaceFault(err)
+			return nil, place.LedgerFault(err)
 		}
 		s.ledger, s.ledgerInStore, s.ledgerFile = loc.Rel, loc.Store, l
 	}
@@ -99,7 +101,7 @@ func (s *Service) Now() time.Time { return s.p.Clock.Now() }
 func (s *Service) CheckPaths() error {
 	ctx := context.Background()
 	if s.opts.OutputDir != "" {
-		out, err := s.places.outputLocation(true)
+		out, err := s.places.ResolveOutput(true)
 		if err != nil {
 			return err
 		}
@@ -113,7 +115,7 @@ func (s *Service) CheckPaths() error {
 		}
 	}
 	if s.ledger != "" {
-		if _, err := s.places.ledgerLocation(); err != nil {
+		if _, err := s.places.ResolveLedger(); err != nil {
 			return err
 		}
 		if err := s.reach(ctx, s.ledger, s.ledgerInStore, "the ledger"); err != nil {
@@ -215,5 +217,51 @@ func keyFault(trusted bool, err error) *protocol.Error {
 	case errors.Is(err, ports.ErrKeyFormat):
 		return protocol.Errorf(protocol.InvalidOptions, "the file of %s is not %s; %s", option, want, how)
 	}
-	return protocol.Errorf(protocol.InvalidOptions, "the file of %s could not be read%s; check that this user may read it", option, because(err))
+	return protocol.Errorf(protocol.InvalidOptions, "the file of %s could not be read%s; check that this user may read it", option, remedy.Because(err))
+}
+
+// optionFault is an option naming a place in object storage that the
+// composition could not open (protocol §15.5): INVALID_OPTIONS, decided
+// before any request, unrecorded.
+func optionFault(e *OptionError) *protocol.Error {
+	switch {
+	case errors.Is(e.Err, ports.ErrStoreURL):
+		return protocol.Errorf(protocol.InvalidOptions, "%s is not a store's URL: s3://BUCKET or s3://BUCKET/PREFIX, the bucket 3 to 63 lowercase letters, digits, dots and hyphens, the prefix plain names (none empty, . or .., none starting with %s or %s, no control character, backslash, ?, # or %%)", e.Option, ".attempt-", ports.PendingPrefix)
+	case errors.Is(e.Err, ports.ErrNoCredentials):
+		return protocol.Errorf(protocol.InvalidOptions, "%s names object storage, and the standard AWS environment and files hold no credentials this program could use: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (docs/team.md says what they must be allowed)", e.Option)
+	}
+	return protocol.Errorf(protocol.InvalidOptions, "%s names object storage, and the standard AWS configuration (AWS_* environment variables, the config and credentials files) could not be read or names no region: set AWS_REGION (and AWS_ENDPOINT_URL_S3 for a server of your own), or correct the profile", e.Option)
+}
+
+// workspaceFault is a workspace that could not be opened.
+func workspaceFault(err error) *protocol.Error {
+	switch {
+	case errors.Is(err, ports.ErrMissing):
+		return protocol.Errorf(protocol.MissingWorkspace, "the workspace does not exist")
+	case errors.Is(err, ports.ErrNotDir):
+		return protocol.Errorf(protocol.MissingWorkspace, "the workspace is not a directory")
+	}
+	return protocol.Errorf(protocol.MissingWorkspace, "the workspace cannot be opened%s", remedy.Because(err))
+}
+
+// markerFault is a cancel marker that could not be checked.
+func markerFault(err error) *protocol.Error {
+	if errors.Is(err, ports.ErrOutside) {
+		return protocol.Errorf(protocol.PathBoundary, "the cancel file resolves outside the workspace")
+	}
+	return protocol.Errorf(protocol.IOOrNumericError, "the cancel file could not be checked%s", remedy.Because(err))
+}
+
+// engineFault is an engine that could not be hashed.
+func engineFault() *protocol.Error {
+	return protocol.Errorf(protocol.IOOrNumericError, "the running engine could not be hashed")
+}
+
+// placeFault is a place in object storage, what ("the output directory",
+// "the ledger"), that its store would not serve when asked once (Reach).
+func placeFault(what string, err error) *protocol.Error {
+	if errors.Is(err, ports.ErrNoBucket) {
+		return remedy.NoBucket(what)
+	}
+	return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "%s could not be listed in its store%s", what, remedy.Because(err)))
 }

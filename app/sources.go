@@ -2,9 +2,13 @@ package app
 
 import (
 	"bytes"
+	"errors"
 	"sync"
 	"sync/atomic"
 
+	"github.com/metricproof/metricproof/app/evidence"
+	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/app/remedy"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -234,7 +238,7 @@ func (s *sources) rememberBlockers(snap snapshot, rows RowCounts, blockers []dom
 // encoded once per memo.
 func (s *sources) savedResult(snap snapshot, result *domain.Result, sizeHint int) ([]byte, string) {
 	encode := func() ([]byte, string) {
-		data := encodeResult(result, sizeHint)
+		data := evidence.EncodeResult(result, sizeHint)
 		return data, domain.SHA256Hex(data)
 	}
 	m := snap.memo
@@ -248,4 +252,65 @@ func (s *sources) savedResult(snap snapshot, result *domain.Result, sizeHint int
 		m.saved, m.savedSHA256 = encode()
 	})
 	return m.saved, m.savedSHA256
+}
+
+// domainFault is the code of a refusal of the domain, or nil when err is
+// none.
+func domainFault(err error) *protocol.Error {
+	var (
+		de  *domain.DataError
+		le  *domain.LimitError
+		dfe *domain.DefinitionsError
+		ne  *domain.NumericError
+	)
+	switch {
+	case errors.As(err, &de):
+		return protocol.Errorf(protocol.InvalidData, "%s", de.Error())
+	case errors.As(err, &le):
+		return protocol.Errorf(protocol.InputLimit, "%s", le.Error())
+	case errors.As(err, &dfe):
+		return protocol.Errorf(protocol.InvalidDefinitions, "%s", dfe.Error())
+	case errors.As(err, &ne):
+		return protocol.Errorf(protocol.IOOrNumericError, "%s", ne.Error())
+	}
+	return nil
+}
+
+// sourceFault is a source that could not be read, or whose bytes the
+// domain refused; name is the file, workspace-relative.
+func sourceFault(name string, err error) *protocol.Error {
+	if e := domainFault(err); e != nil {
+		return e
+	}
+	switch {
+	case errors.Is(err, ports.ErrMissing):
+		return protocol.Errorf(protocol.MissingInput, "%s does not exist", name)
+	case errors.Is(err, ports.ErrNotRegular):
+		return protocol.Errorf(protocol.MissingInput, "%s is not a regular file", name)
+	case errors.Is(err, ports.ErrTooLarge):
+		return protocol.Errorf(protocol.InputLimit, "%s is larger than %d bytes", name, domain.MaxSourceBytes)
+	case errors.Is(err, ports.ErrOutside):
+		return protocol.Errorf(protocol.PathBoundary, "%s resolves outside the workspace", name)
+	}
+	return protocol.Errorf(protocol.IOOrNumericError, "%s could not be read%s", name, remedy.Because(err))
+}
+
+// inFile ties a port error to the name of the file it is about, so the
+// message can name it.
+type inFile struct {
+	name string
+	err  error
+}
+
+func (e *inFile) Error() string { return e.name + ": " + e.err.Error() }
+func (e *inFile) Unwrap() error { return e.err }
+
+func about(name string, err error) error { return &inFile{name: name, err: err} }
+
+func fileOf(err error) string {
+	var f *inFile
+	if errors.As(err, &f) {
+		return f.name
+	}
+	return ""
 }

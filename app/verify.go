@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/app/protocol"
+	"github.com/metricproof/metricproof/app/remedy"
 	"github.com/metricproof/metricproof/domain"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -62,9 +64,9 @@ type audit struct {
 	run   ports.SavedRun
 	// Filled by shapes. attestation is nil when the run has none.
 	result, receipt, checksums, attestation []byte
-	parsedReceipt                           Receipt
+	parsedReceipt                           evidence.Receipt
 	parsedResult                            domain.Result
-	parsedChecksums                         Checksums
+	parsedChecksums                         evidence.Checksums
 	// Filled by recompute, at the first check that needs it: the current
 	// sources read once (or why they could not be), their result, and its
 	// bytes in the saved layout (or the domain's refusal).
@@ -105,14 +107,14 @@ func (a *audit) recompute() {
 // checks every byte and binding against the current sources and engine,
 // recomputes the result, and names the first fault. It writes nothing.
 // The run file is the run's result.json, which the answer is about.
-func (s *Service) Verify(ctx context.Context, runID string) (VerifyResult, RunFile, error) {
+func (s *Service) Verify(ctx context.Context, runID string) (VerifyResult, evidence.RunFile, error) {
 	if err := s.needsOutputDir(protocol.ToolVerify); err != nil {
-		return VerifyResult{}, RunFile{}, err
+		return VerifyResult{}, evidence.RunFile{}, err
 	}
 	s.warmEngine()
 	a, done, _, err := s.audit(ctx, runID)
 	if err != nil {
-		return VerifyResult{}, RunFile{}, err
+		return VerifyResult{}, evidence.RunFile{}, err
 	}
 	return VerifyResult{
 		RunID:           runID,
@@ -121,7 +123,7 @@ func (s *Service) Verify(ctx context.Context, runID string) (VerifyResult, RunFi
 		ReleaseEligible: a.parsedResult.Release.Eligible,
 		HumanApproval:   domain.HumanApprovalNone,
 		Checks:          done,
-	}, RunFile{RunID: runID, Name: ports.ResultFile, Size: len(a.result)}, nil
+	}, evidence.RunFile{RunID: runID, Name: ports.ResultFile, Size: len(a.result)}, nil
 }
 
 // audit runs verify's checks on O/runID in their declared order and
@@ -133,14 +135,14 @@ func (s *Service) audit(ctx context.Context, runID string) (a *audit, done []str
 	if err := s.checkCancel(ctx, "before work"); err != nil {
 		return nil, nil, "", err
 	}
-	out, err := s.places.outputLocation(false)
+	out, err := s.places.ResolveOutput(false)
 	if err != nil {
 		return nil, nil, "", err
 	}
 	a = &audit{s: s, runID: runID}
 	if out.Exists {
 		var rerr error
-		a.run, rerr = s.p.Evidence.ReadRun(out.Rel, runID, ports.RunFileNames(), MaxSavedBytes)
+		a.run, rerr = s.p.Evidence.ReadRun(out.Rel, runID, ports.RunFileNames(), evidence.MaxSavedBytes)
 		if rerr != nil {
 			return a, nil, checks()[0].name, runFault(runID, "", rerr)
 		}
@@ -190,7 +192,7 @@ func (a *audit) shapes() error {
 		case errors.Is(f.Err, ports.ErrNotRegular):
 			return invalid("%s of run %s is not a regular file", f.Name, a.runID)
 		case errors.Is(f.Err, ports.ErrTooLarge):
-			return invalid("%s of run %s is larger than %d bytes", f.Name, a.runID, MaxSavedBytes)
+			return invalid("%s of run %s is larger than %d bytes", f.Name, a.runID, evidence.MaxSavedBytes)
 		default:
 			return runFault(a.runID, f.Name, f.Err)
 		}
@@ -209,13 +211,13 @@ func (a *audit) shapes() error {
 	switch {
 	case a.resultIsFresh:
 		a.parsedResult = a.fresh // this engine's own encoding: strict JSON of the shape
-	case !decodeShape(a.result, &a.parsedResult):
+	case !evidence.DecodeShape(a.result, &a.parsedResult):
 		return invalid("%s of run %s is not strict JSON of a result's shape", ports.ResultFile, a.runID)
 	}
 	switch {
-	case !decodeShape(a.receipt, &a.parsedReceipt) || !validReceipt(a.parsedReceipt):
+	case !evidence.DecodeShape(a.receipt, &a.parsedReceipt) || !evidence.ValidReceipt(a.parsedReceipt):
 		return invalid("%s of run %s is not strict JSON of a receipt's shape", ports.ReceiptFile, a.runID)
-	case !decodeShape(a.checksums, &a.parsedChecksums) || !protocol.IsDigest(a.parsedChecksums.Receipt) || !protocol.IsDigest(a.parsedChecksums.Result):
+	case !evidence.DecodeShape(a.checksums, &a.parsedChecksums) || !protocol.IsDigest(a.parsedChecksums.Receipt) || !protocol.IsDigest(a.parsedChecksums.Result):
 		return invalid("%s of run %s is not strict JSON of a checksum map's shape", ports.ChecksumsFile, a.runID)
 	}
 	return nil
@@ -269,7 +271,7 @@ func (a *audit) resultBound() error {
 // signatureValid: the run is signed by the receipt's signer, or by the
 // trusted key (checkSignature).
 func (a *audit) signatureValid() error {
-	return checkSignature(a.runID, a.parsedReceipt.Signer, a.receipt, a.result, a.attestation, a.s.trustedKey)
+	return evidence.CheckSignature(a.runID, a.parsedReceipt.Signer, a.receipt, a.result, a.attestation, a.s.trustedKey)
 }
 
 // signed reports whether signature_valid applies: the receipt
@@ -328,4 +330,18 @@ func (a *audit) recomputed() error {
 		return protocol.Errorf(protocol.ResultTampered, "a fresh computation over the same sources differs from %s", ports.ResultFile)
 	}
 	return nil
+}
+
+// runFault is a run, or its file name (when not empty), that could not be
+// read.
+func runFault(runID, name string, err error) *protocol.Error {
+	switch {
+	case errors.Is(err, ports.ErrOutside):
+		return protocol.Errorf(protocol.PathBoundary, "the run resolves outside the workspace")
+	case errors.Is(err, ports.ErrNoBucket):
+		return remedy.NoBucket("the output directory")
+	case name != "":
+		return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "%s of run %s could not be read%s", name, runID, remedy.Because(err)))
+	}
+	return remedy.RetryableIf(err, protocol.Errorf(protocol.IOOrNumericError, "the run %s could not be read%s", runID, remedy.Because(err)))
 }

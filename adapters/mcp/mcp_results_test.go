@@ -32,6 +32,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/mcp"
 	"github.com/metricproof/metricproof/adapters/memfs"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/ports"
 )
 
@@ -167,7 +168,7 @@ func TestABadURIIsRefusedWithItsURIAsJSON(t *testing.T) {
 	svc := w.service("--output-dir", "runs")
 	cs := session(t, svc, context.Background())
 	is.Equal(callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digestOf(t, cs), "run_id": "r1"}).code(), "")
-	w.write(t, "runs/big/result.json", strings.Repeat(" ", app.MaxSavedBytes+1))
+	w.write(t, "runs/big/result.json", strings.Repeat(" ", evidence.MaxSavedBytes+1))
 	is.NoErr(w.fs.MkdirAll(wsRoot+"/runs/dir/result.json", 0o755))
 	uris := []string{
 		"", "file:///etc/passwd", "metricproof://runs/", "metricproof://runs/r1", "metricproof://runs/r1/",

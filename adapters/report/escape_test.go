@@ -12,6 +12,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/report"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 )
@@ -48,11 +49,11 @@ func reviewOf(v string, verified bool) app.Review {
 		CustomerJoin: domain.CustomerJoin{Status: v, DuplicateKeys: []string{v, v}, UnmatchedKeys: []string{v}, JoinedOutput: v},
 		Release:      domain.Release{Blockers: []domain.Blocker{{Code: v, Message: v, Subjects: []string{v}}}, HumanApproval: v},
 	}
-	rc := &app.Receipt{
+	rc := &evidence.Receipt{
 		RunID: v, DefinitionID: v, SourceDigest: v, EngineSHA256: v, CreatedAt: v, ResultSHA256: v,
 		Sources: map[string]string{},
-		Build:   app.Build{GoVersion: p(v), ModuleVersion: p(v), VCSRevision: p(v), VCSModified: &yes},
-		Signer:  &app.Signer{KeyID: v, PublicKey: v},
+		Build:   evidence.Build{GoVersion: p(v), ModuleVersion: p(v), VCSRevision: p(v), VCSModified: &yes},
+		Signer:  &evidence.Signer{KeyID: v, PublicKey: v},
 	}
 	for _, name := range domain.SourceNames() {
 		rc.Sources[name] = v

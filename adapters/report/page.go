@@ -18,6 +18,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/internal/rebuild"
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
 )
@@ -117,7 +118,7 @@ func newPage(r app.Review, running map[string]string) page {
 	if p.Verified {
 		p.Sections = append(p.Sections, numbers(r), release(r))
 	}
-	p.Sections = append(p.Sections, checked(r), evidence(r, running), unproven(r))
+	p.Sections = append(p.Sections, checked(r), evidenceSection(r, running), unproven(r))
 	return p
 }
 
@@ -251,8 +252,8 @@ func checkMeaning(name string, trusted bool) string {
 	return name
 }
 
-// evidence is section 5: what binds the run, and how to check it again.
-func evidence(r app.Review, running map[string]string) section {
+// evidenceSection is section 5: what binds the run, and how to check it again.
+func evidenceSection(r app.Review, running map[string]string) section {
 	s := section{Heading: "The evidence"}
 	t := &table{Head: []string{"Item", "Value"}}
 	row := func(item string, value span) { t.Rows = append(t.Rows, []span{txt(item), value}) }
@@ -336,7 +337,7 @@ func ledgerRecord(r app.Review) string {
 // why it cannot be rebuilt: the blockers of the engine's build settings
 // (none for a run that did not verify, whose engine is not this one),
 // then what the receipt itself shows.
-func rebuildRecipe(b app.Build, blockers []rebuild.Blocker) block {
+func rebuildRecipe(b evidence.Build, blockers []rebuild.Blocker) block {
 	if len(blockers) > 0 {
 		spans := []span{txt("This engine cannot be rebuilt from the receipt, so the run can be checked only with the engine itself:")}
 		for _, bl := range blockers {

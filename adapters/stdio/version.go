@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/metricproof/metricproof/adapters/internal/rebuild"
-	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/ports"
 )
@@ -39,7 +39,7 @@ Exit status: 0 printed, 2 an argument or the line could not be printed
 // not at audit time.
 type VersionLine struct {
 	EngineSHA256 string `json:"engine_sha256"`
-	app.Build
+	evidence.Build
 	Settings map[string]string `json:"settings"`
 	// Rebuildable is true when RebuildBlockers is empty.
 	Rebuildable     bool              `json:"rebuildable"`
@@ -89,7 +89,7 @@ func Version(args []string, stdout, stderr io.Writer, eng ports.Engine, settings
 		settings = map[string]string{}
 	}
 	blockers := rebuild.Check(settings)
-	line, err := json.Marshal(VersionLine{EngineSHA256: id.SHA256, Build: app.BuildOf(id), Settings: settings,
+	line, err := json.Marshal(VersionLine{EngineSHA256: id.SHA256, Build: evidence.BuildOf(id), Settings: settings,
 		Rebuildable: len(blockers) == 0, RebuildBlockers: blockers, Confinement: confinement(c)})
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: the version line could not be encoded\n", protocol.InternalError)

@@ -25,6 +25,7 @@ import (
 	"encoding/hex"
 
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/app/ledger"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
@@ -286,9 +287,9 @@ func (c *Calls) run(ctx context.Context, p *Place, call protocol.Call, cut int, 
 		o.result, o.artifacts, o.committed, o.resultSHA256, o.files = run.Result, run.Artifacts, run.ID, run.ResultSHA256, run.Files
 	case protocol.ToolVerify:
 		var v app.VerifyResult
-		var f app.RunFile
+		var f evidence.RunFile
 		v, f, err = c.svc.Verify(ctx, call.RunID)
-		o.result, o.files = v, []app.RunFile{f}
+		o.result, o.files = v, []evidence.RunFile{f}
 	}
 	if err != nil {
 		return refused(call, cut, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/app/jsonout"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
@@ -28,7 +29,7 @@ type Answer struct {
 	// links to them: every file of the run a successful analyze committed,
 	// in the order written, or the result.json of the run a successful
 	// verify_result verified; nil otherwise.
-	Files []app.RunFile
+	Files []evidence.RunFile
 	done  func()
 }
 
@@ -84,7 +85,7 @@ type outcome struct {
 	committed    string
 	resultSHA256 string
 	// files are the run files the answer is about (Answer.Files).
-	files []app.RunFile
+	files []evidence.RunFile
 }
 
 // whole is outcome.cut for an answer whose lists are not cut.
@@ -169,7 +170,7 @@ func encodeEnvelope(env *envelope, encoded []byte) ([]byte, error) {
 
 // encodeResult is a result's compact JSON, for encodeEnvelope.
 func encodeResult(r *domain.Result) []byte {
-	b, err := jsonout.Append(make([]byte, 0, app.ResultSizeHint(r, false)), r, false)
+	b, err := jsonout.Append(make([]byte, 0, evidence.ResultSizeHint(r, false)), r, false)
 	if err != nil {
 		return nil // the envelope encodes it again, and meets the error there
 	}
@@ -181,7 +182,7 @@ func encodeResult(r *domain.Result) []byte {
 // rows.
 func answerSizeHint(result any) int {
 	if r, ok := result.(domain.Result); ok {
-		return 2048 + app.ResultSizeHint(&r, false)
+		return 2048 + evidence.ResultSizeHint(&r, false)
 	}
 	return 2048
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/evidence"
 	"github.com/metricproof/metricproof/app/jsonout"
 	"github.com/metricproof/metricproof/app/protocol"
 	"github.com/metricproof/metricproof/domain"
@@ -182,11 +183,11 @@ func TestTheSavedFilesAreWhatEncodingJSONWrites(t *testing.T) {
 	for _, s := range hostile() {
 		yes := true
 		docs := []any{
-			app.Receipt{ProtocolVersion: s, RunID: s, DefinitionID: s, Sources: map[string]string{s: s, "a": s}, SourceDigest: s,
-				EngineSHA256: s, ResultSHA256: s, CreatedAt: s, Build: app.Build{GoVersion: str(s), VCSModified: &yes}, Signer: &app.Signer{KeyID: s, PublicKey: s}},
-			app.Receipt{Sources: map[string]string{}},
-			app.Receipt{},
-			app.Checksums{Receipt: s, Result: s},
+			evidence.Receipt{ProtocolVersion: s, RunID: s, DefinitionID: s, Sources: map[string]string{s: s, "a": s}, SourceDigest: s,
+				EngineSHA256: s, ResultSHA256: s, CreatedAt: s, Build: evidence.Build{GoVersion: str(s), VCSModified: &yes}, Signer: &evidence.Signer{KeyID: s, PublicKey: s}},
+			evidence.Receipt{Sources: map[string]string{}},
+			evidence.Receipt{},
+			evidence.Checksums{Receipt: s, Result: s},
 			Envelope{Payload: s, PayloadType: s, Signatures: []Signature{{KeyID: s, Sig: s}}},
 			Envelope{Signatures: []Signature{}},
 			Envelope{},
@@ -273,7 +274,7 @@ func BenchmarkEncode(b *testing.B) {
 			b.SetBytes(int64(len(saved(b, &r))))
 			b.ReportAllocs()
 			for b.Loop() {
-				_, _ = jsonout.Append(make([]byte, 0, app.ResultSizeHint(&r, true)), &r, true)
+				_, _ = jsonout.Append(make([]byte, 0, evidence.ResultSizeHint(&r, true)), &r, true)
 			}
 		})
 		b.Run(fmt.Sprintf("response/rows=%d", rows), func(b *testing.B) {

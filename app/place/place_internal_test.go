@@ -1,4 +1,4 @@
-package app
+package place
 
 import (
 	"testing"
@@ -46,12 +46,12 @@ func TestTheWriteBoundaryIsTheWorkspacesOnly(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			p := places{paths: store, opts: Options{OutputDir: tt.outputDir, Ledger: tt.ledger}}
+			p := Places{Paths: store, OutputDir: tt.outputDir, Ledger: tt.ledger}
 			var err error
 			if tt.outputDir != "" {
-				_, err = p.outputLocation(true)
+				_, err = p.ResolveOutput(true)
 			} else {
-				_, err = p.ledgerLocation()
+				_, err = p.ResolveLedger()
 			}
 			if tt.code == "" {
 				is.NoErr(err)
@@ -62,8 +62,8 @@ func TestTheWriteBoundaryIsTheWorkspacesOnly(t *testing.T) {
 	}
 	is := is.New(t)
 	out := store["s3://bucket/runs"]
-	is.Equal(join(out, "r1", ports.ResultFile), "s3://bucket/runs/r1/result.json") // the scheme's "//" kept
-	is.Equal(join(ports.Location{Rel: "runs"}, "r1", ports.ResultFile), "runs/r1/result.json")
+	is.Equal(Join(out, "r1", ports.ResultFile), "s3://bucket/runs/r1/result.json") // the scheme's "//" kept
+	is.Equal(Join(ports.Location{Rel: "runs"}, "r1", ports.ResultFile), "runs/r1/result.json")
 	is.Equal(dirOf(store["s3://bucket/ledger"]), "s3://bucket")
 	is.Equal(dirOf(ports.Location{Rel: "logs/calls.jsonl"}), "logs")
 }
@@ -105,8 +105,8 @@ func TestALedgerInAStoreLiesBesideItsRunsAndOnTheSameSide(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			p := places{paths: where, opts: Options{OutputDir: tt.outputDir, Ledger: tt.ledger, ReadOnly: tt.readOnly}}
-			loc, err := p.ledgerLocation()
+			p := Places{Paths: where, OutputDir: tt.outputDir, Ledger: tt.ledger, ReadOnly: tt.readOnly}
+			loc, err := p.ResolveLedger()
 			if tt.code != "" {
 				is.Equal(protocol.ErrorOf(err).Code, tt.code)
 				return

@@ -1,4 +1,4 @@
-package app
+package evidence
 
 import (
 	"crypto/ed25519"
@@ -15,8 +15,8 @@ import (
 // whose predicate is the receipt; here are the run's files and what a
 // fault means to the operator.
 
-// signerOf names the signing key in a receipt.
-func signerOf(key ed25519.PrivateKey) (*Signer, error) {
+// SignerOf names the signing key in a receipt.
+func SignerOf(key ed25519.PrivateKey) (*Signer, error) {
 	id, pub, err := attest.Signer(key)
 	if err != nil {
 		return nil, err
@@ -30,18 +30,18 @@ func runSubjects(receiptSum, resultSum string) []attest.Subject {
 	return []attest.Subject{{Name: ports.ReceiptFile, SHA256: receiptSum}, {Name: ports.ResultFile, SHA256: resultSum}}
 }
 
-// attestRun signs the run's receipt and result: the bytes of its
+// Attest signs the run's receipt and result: the bytes of its
 // attestation.json.
-func attestRun(key ed25519.PrivateKey, receipt []byte, receiptSum, resultSum string) ([]byte, error) {
-	return attest.Sign(key, runSubjects(receiptSum, resultSum), receipt, encodeSaved)
+func Attest(key ed25519.PrivateKey, receipt []byte, receiptSum, resultSum string) ([]byte, error) {
+	return attest.Sign(key, runSubjects(receiptSum, resultSum), receipt, Encode)
 }
 
-// checkSignature is the check signature_valid of run runID (protocol
+// CheckSignature is the check signature_valid of run runID (protocol
 // §10.4): its receipt names a signer whose key ID is the hash of its key
 // (trusted, when it is not nil), and its attestation is a DSSE envelope
 // with one valid signature by that key over a statement whose subjects are
 // exactly the receipt and result bytes and whose predicate is the receipt.
-func checkSignature(runID string, signer *Signer, receipt, result, attestation []byte, trusted ed25519.PublicKey) error {
+func CheckSignature(runID string, signer *Signer, receipt, result, attestation []byte, trusted ed25519.PublicKey) error {
 	found := func(format string, args ...any) error {
 		return protocol.Errorf(protocol.SignatureInvalid, format, args...)
 	}

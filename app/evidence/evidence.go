@@ -1,4 +1,12 @@
-package app
+// Package evidence is the format of a committed run's saved files
+// (protocol §6.4): result.json, receipt.json, checksums.json and, in a
+// signed run, attestation.json (package ports names them). Each is in the
+// one saved layout: two-space indentation, keys in the struct's declared
+// order (maps sorted), no HTML escaping, one trailing newline. The same
+// value always gives the same bytes, which is what makes result.json
+// reproducible. It makes and checks the bytes, the signature included;
+// the use cases (package app) decide when.
+package evidence
 
 import (
 	"bytes"
@@ -12,13 +20,6 @@ import (
 	"github.com/metricproof/metricproof/ports"
 )
 
-// The saved files of a run (protocol §6.4): result.json, receipt.json,
-// checksums.json and, in a signed run, attestation.json (ports names
-// them). Each is in the one saved layout: two-space indentation, keys in
-// the struct's declared order (maps sorted), no HTML escaping, one
-// trailing newline. The same value always gives the same bytes, which is
-// what makes result.json reproducible.
-
 // RunFile is one file of a committed run.
 type RunFile struct {
 	RunID, Name string
@@ -29,8 +30,8 @@ type RunFile struct {
 // MaxSavedBytes is the read-back limit of each saved file.
 const MaxSavedBytes = 4 << 20
 
-// encodeSaved encodes v in the saved layout.
-func encodeSaved(v any) ([]byte, error) {
+// Encode encodes v in the saved layout.
+func Encode(v any) ([]byte, error) {
 	b, err := jsonout.Append(make([]byte, 0, 1024), v, true)
 	if err != nil {
 		return nil, err
@@ -38,8 +39,8 @@ func encodeSaved(v any) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// encodeResult writes result.json, whose size is about sizeHint.
-func encodeResult(r *domain.Result, sizeHint int) []byte {
+// EncodeResult writes result.json, whose size is about sizeHint.
+func EncodeResult(r *domain.Result, sizeHint int) []byte {
 	b, err := jsonout.Append(make([]byte, 0, sizeHint), r, true)
 	if err != nil {
 		panic(err) // a result holds strings, integers and lists only
@@ -117,6 +118,9 @@ type Checksums struct {
 // createdAtLayout writes the receipt's UTC time.
 const createdAtLayout = time.RFC3339Nano
 
+// CreatedAt is a receipt's created_at for a run made at now.
+func CreatedAt(now time.Time) string { return now.UTC().Format(createdAtLayout) }
+
 // BuildOf returns the receipt's build block of the engine id: its facts,
 // null where the build did not record one. "tool-runner version" prints
 // the same facts.
@@ -135,7 +139,7 @@ func BuildOf(id ports.EngineIdentity) Build {
 	}
 }
 
-// decodeShape decodes data into v when data is strict JSON of exactly v's
+// DecodeShape decodes data into v when data is strict JSON of exactly v's
 // shape: every key present, no other key, every value of its Go type.
 //
 // Fast path: a file analyze wrote is, byte for byte, the saved encoding of
@@ -144,13 +148,13 @@ func BuildOf(id ports.EngineIdentity) Build {
 // Otherwise the slow path parses data strictly, encodes the decoded value
 // back and requires the two to be equal as JSON values, so a missing key, a
 // null for a string, a stray or duplicate key all fail.
-func decodeShape(data []byte, v any) bool {
+func DecodeShape(data []byte, v any) bool {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if dec.Decode(v) != nil {
 		return false
 	}
-	if canonical, err := encodeSaved(v); err == nil && bytes.Equal(canonical, data) {
+	if canonical, err := Encode(v); err == nil && bytes.Equal(canonical, data) {
 		return true
 	}
 	got, err := jsonvalue.Parse(data)
@@ -165,8 +169,8 @@ func decodeShape(data []byte, v any) bool {
 	return err == nil && jsonvalue.Equal(want, got)
 }
 
-// validReceipt checks the receipt's values beyond their JSON types.
-func validReceipt(r Receipt) bool {
+// ValidReceipt checks the receipt's values beyond their JSON types.
+func ValidReceipt(r Receipt) bool {
 	if len(r.Sources) != len(domain.SourceNames()) {
 		return false
 	}
