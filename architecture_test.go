@@ -133,6 +133,12 @@ const landlockPackage = module + "/adapters/landlock"
 // imports it.
 const messagePackage = module + "/adapters/mcp/message"
 
+// mcphttpPackage is MCP's Streamable HTTP transport: a driving adapter
+// over the MCP server (adapters/mcp), behind the HTTP front; the one
+// transport that imports another adapter's package, and the only one
+// that imports the front and the token verifier.
+const mcphttpPackage = module + "/adapters/mcp/mcphttp"
+
 // storePackage keeps the evidence and the ledger in S3-compatible object
 // storage: a driven adapter like the others, and the one that may import
 // the S3 client (its s3test, which starts a real server for tests, too).
@@ -218,7 +224,7 @@ func check(top, pkg, imp string) error {
 			return fmt.Errorf("%s imports %s: the remote front imports only the token verifier of the adapters", pkg, imp)
 		}
 		if (top == "adapters" || top == "driving" || top == "store") && target == "adapters" && !strings.HasPrefix(rest, "adapters/internal/") && !strings.HasSuffix(pkg, "/porttest") &&
-			!(top == "driving" && (imp == cliPackage || inRemote(imp) || imp == messagePackage)) {
+			!(top == "driving" && (imp == cliPackage || imp == messagePackage || pkg == mcphttpPackage && (inRemote(imp) || imp == module+"/adapters/mcp"))) {
 			return fmt.Errorf("%s imports %s: adapters never import each other", pkg, imp)
 		}
 		return nil
@@ -374,6 +380,11 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", messagePackage, "net/http"},
 		{"adapters", module + "/adapters/stdio", messagePackage},
 		{"adapters", module + "/adapters/remote", messagePackage},
+		{"adapters", module + "/adapters/mcp", module + "/adapters/remote"},
+		{"adapters", module + "/adapters/mcp", module + "/adapters/oauth"},
+		{"adapters", module + "/adapters/stdio", module + "/adapters/mcp"},
+		{"adapters", mcphttpPackage, module + "/adapters/stdio"},
+		{"adapters", mcphttpPackage, module + "/adapters/osfs"},
 		{"adapters", storePackage + "/s3test", module + "/adapters/memfs"},
 	}
 	for _, tt := range tests {
@@ -430,8 +441,9 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/oauth", "github.com/go-jose/go-jose/v4/jwt"},
 		{"adapters", module + "/adapters/oauth/oauthtest", "github.com/go-jose/go-jose/v4"},
 		{"adapters", module + "/adapters/oauth", module + "/ports"},
-		{"adapters", module + "/adapters/mcp", module + "/adapters/remote"},
-		{"adapters", module + "/adapters/mcp", module + "/adapters/oauth"},
+		{"adapters", mcphttpPackage, module + "/adapters/mcp"},
+		{"adapters", mcphttpPackage, module + "/adapters/remote"},
+		{"adapters", mcphttpPackage, module + "/adapters/oauth"},
 		{"adapters", storePackage, "github.com/aws/aws-sdk-go-v2/service/s3"},
 		{"adapters", storePackage, "github.com/aws/smithy-go/transport/http"},
 		{"adapters", storePackage, module + "/adapters/internal/bounded"},

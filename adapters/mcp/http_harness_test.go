@@ -18,6 +18,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/engine"
 	"github.com/metricproof/metricproof/adapters/mcp"
+	"github.com/metricproof/metricproof/adapters/mcp/mcphttp"
 	"github.com/metricproof/metricproof/adapters/oauth/oauthtest"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/internal/testutil"
@@ -107,7 +108,7 @@ func startHTTP(t *testing.T, s httpSetup) *httpServer {
 		args = append(args, "--auth-issuer", iss.URL, "--auth-audience", resource)
 	}
 	var stdout bytes.Buffer
-	srv, code := mcp.Open(append(args, s.args...), &stdout, h.stderr, wired, "test", readmeBuild())
+	srv, code := mcp.Open(append(args, s.args...), &stdout, h.stderr, wired, "test", readmeBuild(), mcphttp.Transport{})
 	if srv == nil {
 		t.Fatalf("open: exit %d: %s", code, h.stderr.String())
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/spf13/afero"
 
-	"github.com/metricproof/metricproof/adapters/mcp"
+	"github.com/metricproof/metricproof/adapters/mcp/mcphttp"
 )
 
 // answer is what a client learns from one JSON-RPC answer: the error's
@@ -205,7 +205,7 @@ func TestHTTPAReadTokenNeverRunsAnalyzeWhateverTheFraming(t *testing.T) {
 func TestHTTPWithoutTheFrontEachBodyIsChecked(t *testing.T) {
 	w := newWorld(t)
 	svc := w.service()
-	handler, err := mcp.NewHTTPHandler(svc.calls, svc.listLimit)
+	handler, err := mcphttp.NewHandler(svc.calls, svc.listLimit)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -371,9 +371,9 @@ func (st *stream) drain() error {
 	return io.EOF
 }
 
-// start is carrier.start: the handler now starting serves the call
-// handed over last.
-func (st *stream) start(ctx context.Context) (context.Context, carried) {
+// Start is Carrier.Start: the handler now starting serves the call handed
+// over last.
+func (st *stream) Start(ctx context.Context) (context.Context, Call) {
 	ctx, cancel := context.WithCancel(ctx)
 	st.mu.Lock()
 	e := st.pending
@@ -394,8 +394,8 @@ type streamCall struct {
 	cancel context.CancelFunc
 }
 
-// arrived lets the stream read on: the call has its place.
-func (c streamCall) arrived() {
+// Arrived lets the stream read on: the call has its place.
+func (c streamCall) Arrived() {
 	c.st.mu.Lock()
 	if c.st.pending == c.e {
 		c.st.pending = nil
@@ -404,20 +404,20 @@ func (c streamCall) arrived() {
 	c.st.signal()
 }
 
-// heldBack reports the SHA256 of the call's arguments when the SDK did not
+// HeldBack reports the SHA256 of the call's arguments when the SDK did not
 // get them (message.Facts.ArgsSHA256).
-func (c streamCall) heldBack() (string, bool) {
+func (c streamCall) HeldBack() (string, bool) {
 	if c.e == nil || c.e.argsSHA256 == "" {
 		return "", false
 	}
 	return c.e.argsSHA256, true
 }
 
-// caller is nobody the stream can name: a stdio record names no principal.
-func (c streamCall) caller() ledger.Caller { return ledger.Caller{} }
+// Caller is nobody the stream can name: a stdio record names no principal.
+func (c streamCall) Caller() ledger.Caller { return ledger.Caller{} }
 
-// answered holds release until the call's answer is written.
-func (c streamCall) answered(release func()) {
+// Answered holds release until the call's answer is written.
+func (c streamCall) Answered(release func()) {
 	c.cancel()
 	if c.e == nil {
 		release()
