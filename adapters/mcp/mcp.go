@@ -101,12 +101,12 @@ type Remote interface {
 
 // Open parses args (the command line after "mcp"), opens the service and
 // checks every operator path as the calls will, so that a server that
-// could answer no analyze does not start. When the command
-// ends here (an option fault, one line on stderr naming its code, or
-// --help) it returns nil and the exit status: 2 for a fault. version is
-// the module version the server announces; settings are the engine's
-// build settings, and an engine no one can rebuild says so on stderr
-// once it is open ([EngineWarning]); web serves --http (nil: refused).
+// could answer no analyze does not start. When the command ends here (an
+// option fault, one line on stderr naming its code, or --help) it returns
+// nil and the exit status: 2 for a fault. version is the module version
+// the server announces; settings are the engine's build settings, and an
+// engine no one can rebuild says so on stderr once it is open
+// ([EngineWarning]); web serves --http (nil: refused).
 func Open(args []string, stdout, stderr io.Writer, wire app.Wire, version string, settings map[string]string, web HTTP) (*Server, int) {
 	o, help, e := cli.Parse(cli.MCP, args)
 	if e != nil {

@@ -156,8 +156,8 @@ func (st *stream) readLines() {
 
 // readLine reads one line, valid until the next read: a slice of the
 // reader's buffer, or of big for a long one. A line longer than
-// message.MaxLineBytes is skipped to its end, never held whole, and reported as
-// too long. A broken input ends the session like its end.
+// message.MaxLineBytes is skipped to its end, never held whole, and
+// reported as too long. A broken input ends the session like its end.
 func (st *stream) readLine() inLine {
 	data, err := st.in.ReadSlice('\n')
 	tooLong := false
