@@ -26,14 +26,14 @@ const MaxHeldBytes = 16 << 20
 // on the same writer the SDK writes to, a line at a time. The stream also
 // does what the SDK's transport cannot:
 //
-//   - It bounds the load. Every call it hands over is
-//     counted, by its JSON-RPC id, at what it holds until the answer with
-//     that id is written; at MaxHeldBytes it reads no further line.
+//   - It bounds the load. Every call it hands over is counted, by its
+//     JSON-RPC id, at what it holds until the answer with that id is
+//     written; at MaxHeldBytes it reads no further line.
 //   - It keeps calls in arrival order. A tools/call or resources/read is
 //     handed over alone: the next line is read once its handler has taken
 //     its place in the service's lines (or the SDK answered it without
-//     one). That is how a handler knows which call it serves (stream.start):
-//     the one handed over last.
+//     one). That is how a handler knows which call it serves
+//     (stream.Start): the one handed over last.
 //   - It gives a call's compute slot back once its answer is written
 //     (call.Answer.Done), so that answers waiting to be written count
 //     against the slots.
