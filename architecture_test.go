@@ -46,6 +46,7 @@ func layers() map[string]layer {
 		"confining": {internal: []string{"domain", "ports"}, external: []string{"github.com/landlock-lsm/go-landlock", "golang.org/x/sys/unix"}},
 		"store":     {internal: []string{"domain", "ports", "adapters"}, external: []string{"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go", "golang.org/x/sys/unix"}},
 		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-json-experiment/json"}},
+		"checker":   {internal: []string{"domain", "app"}, external: []string{"github.com/go-json-experiment/json", "github.com/modelcontextprotocol/go-sdk/jsonrpc"}},
 		"remote":    {internal: []string{"ports", "adapters"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-jose/go-jose/v4", "golang.org/x/sync/semaphore"}},
 		"contracts": {},
 		"internal":  {internal: []string{"internal"}},
@@ -125,6 +126,19 @@ func helperPackages() []string {
 // composition roots do.
 const landlockPackage = module + "/adapters/landlock"
 
+// messagePackage is MCP's checker of one message (protocol §9.7): a pure
+// function over bytes, its own row. It imports the domain and
+// app/protocol (the request limit, SHA256), the JSON decoder and the SDK's
+// JSON-RPC package, no I/O; only the MCP server (adapters/mcp and below)
+// imports it.
+const messagePackage = module + "/adapters/mcp/message"
+
+// mcphttpPackage is MCP's Streamable HTTP transport: a driving adapter
+// over the MCP server (adapters/mcp), behind the HTTP front; the one
+// transport that imports another adapter's package, and the only one
+// that imports the front and the token verifier.
+const mcphttpPackage = module + "/adapters/mcp/mcphttp"
+
 // storePackage keeps the evidence and the ledger in S3-compatible object
 // storage: a driven adapter like the others, and the one that may import
 // the S3 client (its s3test, which starts a real server for tests, too).
@@ -140,6 +154,9 @@ func layerOf(top, pkg string) string {
 	}
 	if pkg == landlockPackage {
 		return "confining"
+	}
+	if pkg == messagePackage {
+		return "checker"
 	}
 	if pkg == storePackage || strings.HasPrefix(pkg, storePackage+"/") {
 		return "store"
@@ -194,6 +211,12 @@ func check(top, pkg, imp string) error {
 		if top == "pure" && target == "app" && !slices.Contains(purePackages(), imp) {
 			return fmt.Errorf("%s imports %s: a pure package imports only the domain and other pure packages", pkg, imp)
 		}
+		if top == "checker" && target == "app" && imp != module+"/app/protocol" {
+			return fmt.Errorf("%s imports %s: the checker imports only app/protocol of the app", pkg, imp)
+		}
+		if imp == messagePackage && !strings.HasPrefix(pkg, module+"/adapters/mcp") {
+			return fmt.Errorf("%s imports %s: only the MCP server runs its checker", pkg, imp)
+		}
 		if top == "helpers" && target == "app" && !slices.Contains(purePackages(), imp) && !slices.Contains(helperPackages(), imp) {
 			return fmt.Errorf("%s imports %s: a helper of the use cases imports only the pure packages and other helpers of app", pkg, imp)
 		}
@@ -201,14 +224,14 @@ func check(top, pkg, imp string) error {
 			return fmt.Errorf("%s imports %s: the remote front imports only the token verifier of the adapters", pkg, imp)
 		}
 		if (top == "adapters" || top == "driving" || top == "store") && target == "adapters" && !strings.HasPrefix(rest, "adapters/internal/") && !strings.HasSuffix(pkg, "/porttest") &&
-			!(top == "driving" && (imp == cliPackage || inRemote(imp))) {
+			!(top == "driving" && (imp == cliPackage || imp == messagePackage || pkg == mcphttpPackage && (inRemote(imp) || imp == module+"/adapters/mcp"))) {
 			return fmt.Errorf("%s imports %s: adapters never import each other", pkg, imp)
 		}
 		return nil
 	}
 	first, _, _ := strings.Cut(imp, "/")
 	if !strings.Contains(first, ".") { // the standard library
-		if top == "domain" && slices.Contains(pureDomain(), imp) || top == "pure" && !(imp == "time" && pkg == module+"/app/ledger") && slices.Contains(pureDomain(), imp) {
+		if (top == "domain" || top == "checker") && slices.Contains(pureDomain(), imp) || top == "pure" && !(imp == "time" && pkg == module+"/app/ledger") && slices.Contains(pureDomain(), imp) {
 			return fmt.Errorf("%s imports %s: the domain and the pure packages do no I/O and read no clock", pkg, imp)
 		}
 		return nil
@@ -348,6 +371,20 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"app", module + "/app", "github.com/aws/aws-sdk-go-v2/service/s3"},
 		{"adapters", storePackage, module + "/app"},
 		{"adapters", storePackage, module + "/adapters/osfs"},
+		{"adapters", messagePackage, module + "/app"},
+		{"adapters", messagePackage, module + "/app/call"},
+		{"adapters", messagePackage, module + "/ports"},
+		{"adapters", messagePackage, module + "/adapters/remote"},
+		{"adapters", messagePackage, "github.com/modelcontextprotocol/go-sdk/mcp"},
+		{"adapters", messagePackage, "os"},
+		{"adapters", messagePackage, "net/http"},
+		{"adapters", module + "/adapters/stdio", messagePackage},
+		{"adapters", module + "/adapters/remote", messagePackage},
+		{"adapters", module + "/adapters/mcp", module + "/adapters/remote"},
+		{"adapters", module + "/adapters/mcp", module + "/adapters/oauth"},
+		{"adapters", module + "/adapters/stdio", module + "/adapters/mcp"},
+		{"adapters", mcphttpPackage, module + "/adapters/stdio"},
+		{"adapters", mcphttpPackage, module + "/adapters/osfs"},
 		{"adapters", storePackage + "/s3test", module + "/adapters/memfs"},
 	}
 	for _, tt := range tests {
@@ -404,13 +441,18 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/oauth", "github.com/go-jose/go-jose/v4/jwt"},
 		{"adapters", module + "/adapters/oauth/oauthtest", "github.com/go-jose/go-jose/v4"},
 		{"adapters", module + "/adapters/oauth", module + "/ports"},
-		{"adapters", module + "/adapters/mcp", module + "/adapters/remote"},
-		{"adapters", module + "/adapters/mcp", module + "/adapters/oauth"},
+		{"adapters", mcphttpPackage, module + "/adapters/mcp"},
+		{"adapters", mcphttpPackage, module + "/adapters/remote"},
+		{"adapters", mcphttpPackage, module + "/adapters/oauth"},
 		{"adapters", storePackage, "github.com/aws/aws-sdk-go-v2/service/s3"},
 		{"adapters", storePackage, "github.com/aws/smithy-go/transport/http"},
 		{"adapters", storePackage, module + "/adapters/internal/bounded"},
 		{"adapters", storePackage + "/s3test", "github.com/aws/aws-sdk-go-v2/credentials"},
 		{"cmd", module + "/cmd/tool-runner", storePackage},
+		{"adapters", module + "/adapters/mcp", messagePackage},
+		{"adapters", messagePackage, module + "/app/protocol"},
+		{"adapters", messagePackage, "github.com/modelcontextprotocol/go-sdk/jsonrpc"},
+		{"adapters", messagePackage, "github.com/go-json-experiment/json/jsontext"},
 	} {
 		if err := check(ok.top, ok.pkg, ok.imp); err != nil {
 			t.Errorf("wrongly refused: %v", err)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/metricproof/metricproof/adapters/mcp"
+	"github.com/metricproof/metricproof/adapters/mcp/mcphttp"
 )
 
 // FuzzSession feeds an initialized session arbitrary lines, then a ping,
@@ -151,7 +151,7 @@ func FuzzHTTPBody(f *testing.F) {
 	}
 	w := newWorld(f)
 	svc := w.service()
-	handler, err := mcp.NewHTTPHandler(svc.calls, svc.listLimit)
+	handler, err := mcphttp.NewHandler(svc.calls, svc.listLimit)
 	if err != nil {
 		f.Fatal(err)
 	}

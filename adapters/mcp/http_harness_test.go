@@ -18,6 +18,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/engine"
 	"github.com/metricproof/metricproof/adapters/mcp"
+	"github.com/metricproof/metricproof/adapters/mcp/mcphttp"
 	"github.com/metricproof/metricproof/adapters/oauth/oauthtest"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/internal/testutil"
@@ -59,7 +60,7 @@ type httpServer struct {
 	iss    *oauthtest.Issuer
 	clock  *oauthtest.Clock
 	gate   *gate
-	stderr *syncBuffer
+	stderr *testutil.SyncBuffer
 	stop   context.CancelFunc
 	exit   chan int
 	once   sync.Once
@@ -89,7 +90,7 @@ func startHTTP(t *testing.T, s httpSetup) *httpServer {
 	if iss == nil {
 		iss = oauthtest.New(t, oauthtest.NewClock())
 	}
-	h := &httpServer{ws: ws, iss: iss, clock: iss.Clock, gate: newGate(), stderr: &syncBuffer{}, exit: make(chan int, 1)}
+	h := &httpServer{ws: ws, iss: iss, clock: iss.Clock, gate: newGate(), stderr: &testutil.SyncBuffer{}, exit: make(chan int, 1)}
 	real := wire.Real(engine.New())
 	wired := func(o app.Options) (app.Ports, io.Closer, error) {
 		p, closer, err := real(o)
@@ -107,7 +108,7 @@ func startHTTP(t *testing.T, s httpSetup) *httpServer {
 		args = append(args, "--auth-issuer", iss.URL, "--auth-audience", resource)
 	}
 	var stdout bytes.Buffer
-	srv, code := mcp.Open(append(args, s.args...), &stdout, h.stderr, wired, "test", readmeBuild())
+	srv, code := mcp.Open(append(args, s.args...), &stdout, h.stderr, wired, "test", readmeBuild(), mcphttp.Transport{})
 	if srv == nil {
 		t.Fatalf("open: exit %d: %s", code, h.stderr.String())
 	}
@@ -452,22 +453,4 @@ func (c gated) Cancelled(ctx context.Context) (bool, error) {
 		}
 	}
 	return c.real.Cancelled(ctx)
-}
-
-// syncBuffer is a standard error that tests read while the server writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

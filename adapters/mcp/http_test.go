@@ -19,6 +19,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/engine"
 	"github.com/metricproof/metricproof/adapters/mcp"
+	"github.com/metricproof/metricproof/adapters/mcp/mcphttp"
 	"github.com/metricproof/metricproof/adapters/oauth/oauthtest"
 	"github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/app/ledger"
@@ -127,7 +128,7 @@ func TestHTTPOptionFaultsStopTheServerAtStart(t *testing.T) {
 				args = append([]string{"--workspace", ws}, args...)
 			}
 			var stdout, stderr bytes.Buffer
-			srv, code := mcp.Open(args, &stdout, &stderr, wire.Real(engine.New()), "test", readmeBuild())
+			srv, code := mcp.Open(args, &stdout, &stderr, wire.Real(engine.New()), "test", readmeBuild(), mcphttp.Transport{})
 			is.True(srv == nil)
 			is.Equal(code, 2)
 			is.Equal(stdout.String(), "")
@@ -598,7 +599,7 @@ func TestHTTPServerNamesThePortsItNeeds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			var stdout, stderr bytes.Buffer
-			srv, code := mcp.Open(append([]string{"--workspace", ws}, tt.args...), &stdout, &stderr, wire.Real(engine.New()), "test", readmeBuild())
+			srv, code := mcp.Open(append([]string{"--workspace", ws}, tt.args...), &stdout, &stderr, wire.Real(engine.New()), "test", readmeBuild(), mcphttp.Transport{})
 			is.Equal(code, 0)
 			defer srv.Close()
 			bind, connect := srv.Network()

@@ -14,9 +14,9 @@
 // the run files are resources (resources.go).
 //
 // In front of the SDK's stdio transport sits a decorator of the byte
-// stream (stdio.go) with the checker of protocol §9.7 (check.go): a
-// plain function over one message's bytes, which an HTTP transport can run
-// on a request body as well.
+// stream (stdio.go) that runs the checker of protocol §9.7 (package
+// message) on every line. The HTTP transport is package mcphttp, over the
+// same server (New, with its own Carrier), handed to Open as an [HTTP].
 package mcp
 
 import (
@@ -27,7 +27,6 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/adapters/internal/rebuild"
-	"github.com/metricproof/metricproof/adapters/remote"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/app/protocol"
@@ -75,24 +74,40 @@ type Server struct {
 	svc            *app.Service
 	version        string
 	stdout, stderr io.Writer
-	// front is the bound HTTP front with --http; nil over stdio.
-	front *remote.Server
-	// cancelCalls cancels the calls over HTTP still running.
-	cancelCalls context.CancelFunc
-	// connect are the TCP ports the server connects to once serving: the
-	// issuer's key set's, when it fetches it again.
-	connect []uint16
+	// remote is the server bound over HTTP with --http; nil over stdio.
+	remote Remote
+}
+
+// HTTP opens "tool-runner mcp --http": package mcphttp's Transport, which
+// the composition root hands to Open, since mcphttp imports this package.
+type HTTP interface {
+	// Check checks the HTTP options before the workspace is opened.
+	Check(o cli.HTTP) error
+	// Open binds the server over HTTP for an opened service; its errors
+	// are coded (INVALID_OPTIONS).
+	Open(o cli.Options, svc *app.Service, version string, stderr io.Writer) (Remote, error)
+}
+
+// Remote is the server bound over HTTP.
+type Remote interface {
+	// Serve serves until ctx ends, then stops (protocol §14); it returns
+	// the exit status.
+	Serve(ctx context.Context) int
+	// Network is the TCP the server needs once it serves (Server.Network).
+	Network() (bind, connect []uint16)
+	// Close lets its address go when it was never served.
+	Close() error
 }
 
 // Open parses args (the command line after "mcp"), opens the service and
-// checks every operator path as the calls will, so that a
-// server that could answer no analyze does not start. When the command
-// ends here (an option fault, one line on stderr naming its code, or
-// --help) it returns nil and the exit status: 2 for a fault. version is
-// the module version the server announces; settings are the engine's
-// build settings, and an engine no one can rebuild says so on stderr
-// once it is open ([EngineWarning]).
-func Open(args []string, stdout, stderr io.Writer, wire app.Wire, version string, settings map[string]string) (*Server, int) {
+// checks every operator path as the calls will, so that a server that
+// could answer no analyze does not start. When the command ends here (an
+// option fault, one line on stderr naming its code, or --help) it returns
+// nil and the exit status: 2 for a fault. version is the module version
+// the server announces; settings are the engine's build settings, and an
+// engine no one can rebuild says so on stderr once it is open
+// ([EngineWarning]); web serves --http (nil: refused).
+func Open(args []string, stdout, stderr io.Writer, wire app.Wire, version string, settings map[string]string, web HTTP) (*Server, int) {
 	o, help, e := cli.Parse(cli.MCP, args)
 	if e != nil {
 		return nil, optionFault(stderr, e)
@@ -102,10 +117,13 @@ func Open(args []string, stdout, stderr io.Writer, wire app.Wire, version string
 		return nil, 0
 	}
 	if o.HTTP.Addr != "" {
+		if web == nil {
+			return nil, optionFault(stderr, protocol.Errorf(protocol.InvalidOptions, "--http is not served by this program"))
+		}
 		// Every option before the workspace is opened: the address, the
 		// hosts and origins, authorization on a non-loopback address.
-		if err := remote.Check(frontOptions(o.HTTP)); err != nil {
-			return nil, optionFault(stderr, optionError(err))
+		if err := web.Check(o.HTTP); err != nil {
+			return nil, optionFault(stderr, err)
 		}
 	}
 	svc, err := app.Open(o.Options, wire)
@@ -118,7 +136,7 @@ func Open(args []string, stdout, stderr io.Writer, wire app.Wire, version string
 	}
 	s := &Server{opts: o, svc: svc, version: version, stdout: stdout, stderr: stderr}
 	if o.HTTP.Addr != "" {
-		if err := s.openHTTP(); err != nil {
+		if s.remote, err = web.Open(o, svc, version, stderr); err != nil {
 			svc.Close()
 			return nil, optionFault(stderr, err)
 		}
@@ -139,11 +157,20 @@ func (s *Server) Refuse(err error) int { return optionFault(s.stderr, err) }
 // Close closes the service, and the HTTP front's address when the server
 // was never run.
 func (s *Server) Close() error {
-	if s.front != nil {
-		s.cancelCalls()
-		_ = s.front.Close()
+	if s.remote != nil {
+		_ = s.remote.Close()
 	}
 	return s.svc.Close()
+}
+
+// Network is the TCP the server needs once it serves, for its confinement
+// (protocol §16): over HTTP, the port it listens on, and the issuer's key
+// set's port when it fetches the set again; over stdio, none.
+func (s *Server) Network() (bind, connect []uint16) {
+	if s.remote == nil {
+		return nil, nil
+	}
+	return s.remote.Network()
 }
 
 // Run serves the session on stdin and the server's standard output until
@@ -152,11 +179,11 @@ func (s *Server) Close() error {
 // their answers and returns 0. With --http it serves HTTP instead, reads
 // nothing from stdin, and stops on ctx as protocol §14 says.
 func (s *Server) Run(ctx context.Context, stdin io.Reader) int {
-	if s.front != nil {
-		return s.serveHTTP(ctx)
+	if s.remote != nil {
+		return s.remote.Serve(ctx)
 	}
 	st := newStream(stdin, s.stdout, ctx.Done())
-	server, err := newServer(serverConfig{calls: call.New(s.svc), transport: stdioTransport(s.opts.ListLimit), version: s.version, stop: ctx, conn: st})
+	server, err := New(Config{Calls: call.New(s.svc), Transport: stdioTransport(s.opts.ListLimit), Version: s.version, Stop: ctx, Carrier: st})
 	if err != nil {
 		fmt.Fprintf(s.stderr, "%s: %v\n", protocol.InternalError, err)
 		return 2
@@ -168,22 +195,12 @@ func (s *Server) Run(ctx context.Context, stdin io.Reader) int {
 	return 0
 }
 
-// Serve runs "tool-runner mcp": Open, Run, Close.
-func Serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, wire app.Wire, version string, settings map[string]string) int {
-	s, exit := Open(args, stdout, stderr, wire, version, settings)
-	if s == nil {
-		return exit
-	}
-	defer s.Close()
-	return s.Run(ctx, stdin)
-}
-
 // ServeStdio serves calls over in and out as "tool-runner mcp" does, until
 // in ends or stop is done and every call it read is answered: for tests
 // and benchmarks that run the server in their own process.
 func ServeStdio(calls *call.Calls, listLimit int, version string, in io.Reader, out io.Writer, stop context.Context) error {
 	st := newStream(in, out, stop.Done())
-	server, err := newServer(serverConfig{calls: calls, transport: stdioTransport(listLimit), version: version, stop: stop, conn: st})
+	server, err := New(Config{Calls: calls, Transport: stdioTransport(listLimit), Version: version, Stop: stop, Carrier: st})
 	if err != nil {
 		return err
 	}

@@ -104,7 +104,7 @@ func (w *world) serviceOver(wire app.Wire, args ...string) service {
 // in-memory transports.
 func session(t *testing.T, svc service, stop context.Context) *sdk.ClientSession {
 	t.Helper()
-	server, err := mcp.NewServer(svc.calls, svc.listLimit, "test", stop)
+	server, err := mcp.New(mcp.Config{Calls: svc.calls, Transport: call.Transport{Name: "mcp", ListLimit: svc.listLimit}, Version: "test", Stop: stop})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,15 @@ package mcp_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
 	"github.com/spf13/afero"
+
+	"github.com/metricproof/metricproof/adapters/mcp/mcphttp"
 )
 
 // answer is what a client learns from one JSON-RPC answer: the error's
@@ -105,6 +108,7 @@ func TestHTTPAnswersEachBodyAsStdioAnswersTheSameLine(t *testing.T) {
 		{"arguments nested deeper than 1,000 levels", toolCall(6, handshake, "inspect_inputs", `{"x":`+strings.Repeat("[", 998)+strings.Repeat("]", 998)+`}`), -32600, `6`, ""},
 		{"not JSON-RPC 2.0", `{"jsonrpc":"1.0","id":7,"method":"tools/list"}`, -32600, `7`, ""},
 		{"an unknown tool", toolCall(10, handshake, "rm", `{}`), -32602, `10`, ""},
+		{"arguments over the request limit", toolCall(11, handshake, "verify_result", `{"run_id":"`+strings.Repeat("é", 70_000)+`"}`), 0, `11`, "REQUEST_LIMIT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,6 +194,45 @@ func TestHTTPAReadTokenNeverRunsAnalyzeWhateverTheFraming(t *testing.T) {
 			}
 			is.Equal(len(h.records(t)), 0) // nothing ran
 			is.Equal(len(h.runs(t)), 0)
+		})
+	}
+}
+
+// The handler of /mcp not behind the front (as FuzzHTTPBody and the
+// benchmarks run it) checks each body itself: a body the front would
+// refuse gets, from the handler alone, the JSON-RPC error a stdio line of
+// the same bytes gets, with status 400.
+func TestHTTPWithoutTheFrontEachBodyIsChecked(t *testing.T) {
+	w := newWorld(t)
+	svc := w.service()
+	handler, err := mcphttp.NewHandler(svc.calls, svc.listLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, body string
+		status     int
+		refusal    string // the stdio answer to the same line; "" for none
+	}{
+		{"a batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: a message is one JSON object; batches are not accepted"}}`},
+		{"a duplicate key in the envelope", `{"jsonrpc":"2.0","id":7,"method":"ping","method":"ping"}`, 400, `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Invalid Request: a duplicate key, or a string that is not valid Unicode, outside params.arguments"}}`},
+		{"an id past 2^53", `{"jsonrpc":"2.0","id":9007199254740992,"method":"ping"}`, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: id must be a string or an integer from -(2^53-1) to 2^53-1"}}`},
+		{"a blank body", " ", 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is empty"}}`},
+		{"a cancellation naming no call", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.5}}`, 202, ""},
+		{"a ping", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(tt.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			rec := httptest.NewRecorder()
+			handler.ServeHTTP(rec, req)
+			is.Equal(rec.Code, tt.status)
+			if tt.refusal != "" {
+				is.Equal(strings.TrimSpace(rec.Body.String()), tt.refusal)
+			}
 		})
 	}
 }

@@ -127,9 +127,9 @@ func (r *resources) read(ctx context.Context, uri string) (*sdk.ReadResourceResu
 	ctx, c, end := r.h.begin(ctx)
 	defer end()
 	p := r.h.calls.ArriveRead()
-	c.arrived()
+	c.Arrived()
 	data, done, err := r.h.calls.ReadRunFile(ctx, p, runID, name)
-	c.answered(done)
+	c.Answered(done)
 	switch e := protocol.ErrorOf(err); {
 	case e != nil && e.Code == protocol.MissingResult:
 		return nil, notFound(uri, e.Message)

@@ -10,7 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/metricproof/metricproof/adapters/mcp"
+	"github.com/metricproof/metricproof/adapters/mcp/mcphttp"
 	"github.com/metricproof/metricproof/adapters/remote"
 )
 
@@ -51,7 +51,8 @@ func FuzzTheScopeIsDecidedOnTheToolTheSDKRuns(f *testing.F) {
 	w := newWorld(f)
 	svc := w.service()
 	f.Fuzz(func(t *testing.T, body string, newest bool) {
-		method, tool, refusal := mcp.ReadBody([]byte(body))
+		reading, refusal := mcphttp.Read([]byte(body))
+		method, tool := reading.Method, reading.Tool
 		if refusal != nil {
 			if strings.TrimSpace(body) == "" || strings.ContainsAny(body, "\r\n") {
 				return // blank, which stdio skips; or not one stdio line as it is

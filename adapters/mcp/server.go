@@ -15,87 +15,78 @@ import (
 // ServerName is the serverInfo name the server announces.
 const ServerName = "metricproof"
 
-// carrier is what a server's handlers need of the connection that carries
-// their calls, whatever the transport. start, called by a handler as it
-// starts, ties the call it serves to the connection: the context it
-// returns is cancelled with the call (a cancellation notice, a stop), and
-// the carried call lets the connection read on once the call has its
-// place in the service's lines (arrived), and holds the call's compute
-// slot until its answer is written (answered). The stdio stream is one
-// (stream.start); without one, a slot goes back when its handler returns.
-type carrier interface {
-	start(ctx context.Context) (context.Context, carried)
+// A Carrier is what a server's handlers need of the connection that
+// carries their calls (the stdio stream; mcphttp's request): Start, as a
+// handler starts, ties its call to the connection, and the context it
+// returns is cancelled with the call. A nil Call: the connection knows
+// nothing of it, and its slot goes back as its handler returns.
+type Carrier interface {
+	Start(ctx context.Context) (context.Context, Call)
 }
 
-// carried is one call as its connection carries it. heldBack reports the
-// SHA256 of arguments the connection did not hand to the SDK, being longer
-// than the request limit (message.heldBack); caller is who makes the call,
-// for its record (the zero Caller when the connection cannot tell).
-type carried interface {
-	arrived()
-	heldBack() (sum string, ok bool)
-	answered(release func())
-	caller() ledger.Caller
+// A Call is one call as its connection carries it. Arrived: it has its
+// place in the service's lines, so the connection may read on. HeldBack:
+// the SHA256 of arguments not handed to the SDK, being over the request
+// limit (message.Facts.ArgsSHA256). Answered holds release (its compute
+// slot) until the answer is written. Caller: who calls, for the record
+// (the zero Caller when the connection cannot tell).
+type Call interface {
+	Arrived()
+	HeldBack() (sum string, ok bool)
+	Answered(release func())
+	Caller() ledger.Caller
 }
 
-// unwritten is the carrier of a connection that cannot tell when an
-// answer is written (the SDK's in-memory transports, in tests): a call's
-// slot goes back as its handler returns.
+// unwritten is the call of a connection that cannot tell when an answer
+// is written (the SDK's in-memory transports, in tests): its slot goes
+// back as its handler returns.
 type unwritten struct{}
 
-func (unwritten) start(ctx context.Context) (context.Context, carried) { return ctx, unwritten{} }
-func (unwritten) arrived()                                             {}
-func (unwritten) heldBack() (string, bool)                             { return "", false }
-func (unwritten) answered(release func())                              { release() }
-func (unwritten) caller() ledger.Caller                                { return ledger.Caller{} }
+func (unwritten) Arrived()                 {}
+func (unwritten) HeldBack() (string, bool) { return "", false }
+func (unwritten) Answered(release func())  { release() }
+func (unwritten) Caller() ledger.Caller    { return ledger.Caller{} }
 
-// NewServer is the MCP server of calls, for any of the SDK's transports:
-// the three tools, the run files as resources, capabilities "tools" and
-// "resources" (neither sends list-changed notifications), and the
-// instructions to the model. listLimit is K
-// of the list cut; version the module version it announces; stop cancels
-// every call in flight when it is done. A call's compute slot goes back
-// when its handler returns: the stdio server ([Server]) keeps it until the
-// answer is written.
-func NewServer(calls *call.Calls, listLimit int, version string, stop context.Context) (*sdk.Server, error) {
-	return newServer(serverConfig{calls: calls, transport: stdioTransport(listLimit), version: version, stop: stop, conn: unwritten{}})
-}
-
-// serverConfig is what a server needs of its transport and its process.
-type serverConfig struct {
-	calls *call.Calls
-	// transport names the transport in the records, and holds K.
-	transport call.Transport
-	version   string
-	// stop cancels every call in flight when it is done.
-	stop context.Context
-	conn carrier
-	// cursorKey authenticates resources/list cursors; nil for a random
+// Config is what a server needs of its transport and its process.
+type Config struct {
+	Calls *call.Calls
+	// Transport names the transport in the records, and holds K.
+	Transport call.Transport
+	Version   string
+	// Stop cancels every call in flight when it is done.
+	Stop context.Context
+	// Carrier is the connection's; nil for none (a slot goes back as its
+	// handler returns).
+	Carrier Carrier
+	// CursorKey authenticates resources/list cursors; nil for a random
 	// one of the server's own.
-	cursorKey []byte
+	CursorKey []byte
 }
 
-// stdioTransport is the MCP transport over stdio, with K listLimit.
+// stdioTransport is the transport over stdio, with K listLimit.
 func stdioTransport(listLimit int) call.Transport {
 	return call.Transport{Name: "mcp", ListLimit: listLimit}
 }
 
-func newServer(cfg serverConfig) (*sdk.Server, error) {
-	calls, listLimit, version, stop, conn := cfg.calls, cfg.transport.ListLimit, cfg.version, cfg.stop, cfg.conn
-	tools, err := Tools(listLimit)
+// New is the MCP server of cfg.Calls, for any of the SDK's transports: the
+// three tools, the run files as resources, capabilities "tools" and
+// "resources" (neither sends list-changed notifications), and the
+// instructions to the model.
+func New(cfg Config) (*sdk.Server, error) {
+	tools, err := Tools(cfg.Transport.ListLimit)
 	if err != nil {
 		return nil, err
 	}
-	server := sdk.NewServer(&sdk.Implementation{Name: ServerName, Version: version}, &sdk.ServerOptions{
+	server := sdk.NewServer(&sdk.Implementation{Name: ServerName, Version: cfg.Version}, &sdk.ServerOptions{
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Resources: &sdk.ResourceCapabilities{}},
 		Instructions: Instructions,
 		Logger:       slog.New(slog.DiscardHandler),
 	})
-	h := handlers{calls: calls, t: cfg.transport, stop: stop, conn: conn}
+	h := handlers{calls: cfg.Calls, t: cfg.Transport, stop: cfg.Stop, conn: cfg.Carrier}
 	for _, t := range tools {
 		server.AddTool(t, h.tool(t.Name))
 	}
-	res := newResources(h, cfg.cursorKey)
+	res := newResources(h, cfg.CursorKey)
 	// The SDK's read reaches the template's handler only for a URI the
 	// middleware lets through (templated); the middleware answers any
 	// other URI itself.
@@ -111,13 +102,19 @@ type handlers struct {
 	calls *call.Calls
 	t     call.Transport
 	stop  context.Context
-	conn  carrier
+	conn  Carrier // nil for none
 }
 
 // begin starts serving a call or read: tied to its connection and to the
 // server's stop.
-func (h handlers) begin(ctx context.Context) (context.Context, carried, context.CancelFunc) {
-	ctx, c := h.conn.start(ctx)
+func (h handlers) begin(ctx context.Context) (context.Context, Call, context.CancelFunc) {
+	var c Call
+	if h.conn != nil {
+		ctx, c = h.conn.Start(ctx)
+	}
+	if c == nil {
+		c = unwritten{}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(h.stop, cancel)
 	return ctx, c, func() { stop(); cancel() }
@@ -131,11 +128,11 @@ func (h handlers) tool(name string) sdk.ToolHandler {
 		ctx, c, end := h.begin(ctx)
 		defer end()
 		p := h.calls.ArriveCall(name)
-		c.arrived()
+		c.Arrived()
 		t := h.t
-		t.Caller = c.caller()
+		t.Caller = c.Caller()
 		var a call.Answer
-		if sum, ok := c.heldBack(); ok {
+		if sum, ok := c.HeldBack(); ok {
 			a = h.calls.ToolOverLimit(ctx, t, p, name, sum)
 		} else {
 			var raw []byte
@@ -144,7 +141,7 @@ func (h handlers) tool(name string) sdk.ToolHandler {
 			}
 			a = h.calls.Tool(ctx, t, p, name, raw)
 		}
-		c.answered(a.Done)
+		c.Answered(a.Done)
 		return toolResult(a)
 	}
 }

@@ -50,7 +50,7 @@ func TestAnEngineNoOneCanRebuildSaysSoAtStart(t *testing.T) {
 			is := is.New(t)
 			w := newWorld(t)
 			var stdout, stderr bytes.Buffer
-			s, exit := mcp.Open(append([]string{"--workspace", wsRoot}, tt.args...), &stdout, &stderr, w.wire, "test", tt.settings)
+			s, exit := mcp.Open(append([]string{"--workspace", wsRoot}, tt.args...), &stdout, &stderr, w.wire, "test", tt.settings, nil)
 			if s != nil {
 				defer s.Close()
 			}

@@ -7,30 +7,18 @@ import (
 	"io"
 	"sync"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/metricproof/metricproof/adapters/mcp/message"
 	"github.com/metricproof/metricproof/app/ledger"
 )
 
-// MaxLineBytes is the longest message line the server reads; a longer one
-// is answered -32600 without being held in memory whole.
-const MaxLineBytes = 16 << 20
-
-// The load bounds of protocol §9.8.
-const (
-	// MaxHeldBytes bounds what the calls read and not yet answered hold,
-	// as the connection counts it (message.heldBytes): at or past it, the
-	// server reads no further line until a call is answered.
-	MaxHeldBytes = 16 << 20
-	// callBytes is what a call holds besides its bytes, counted for every
-	// call: the goroutine that serves it, the SDK's request, the
-	// connection's own record: 12.3 KiB a waiting call, measured as the
-	// RSS of a server with GOGC=1 before and after 800 verify calls queued
-	// behind a held slot.
-	callBytes = 16 << 10
-)
+// MaxHeldBytes bounds what the calls read and not yet answered hold
+// (protocol §9.8), as message.Facts.HeldBytes counts it: at or past it,
+// the stdio server reads no further line until a call is answered, and
+// the HTTP one refuses a call.
+const MaxHeldBytes = 16 << 20
 
 // The stdio transport is the SDK's own (sdk.IOTransport), over a
 // decorated byte stream (stream): every line goes through the checker
@@ -38,14 +26,14 @@ const (
 // on the same writer the SDK writes to, a line at a time. The stream also
 // does what the SDK's transport cannot:
 //
-//   - It bounds the load. Every call it hands over is
-//     counted, by its JSON-RPC id, at what it holds until the answer with
-//     that id is written; at MaxHeldBytes it reads no further line.
+//   - It bounds the load. Every call it hands over is counted, by its
+//     JSON-RPC id, at what it holds until the answer with that id is
+//     written; at MaxHeldBytes it reads no further line.
 //   - It keeps calls in arrival order. A tools/call or resources/read is
 //     handed over alone: the next line is read once its handler has taken
 //     its place in the service's lines (or the SDK answered it without
-//     one). That is how a handler knows which call it serves (stream.start):
-//     the one handed over last.
+//     one). That is how a handler knows which call it serves
+//     (stream.Start): the one handed over last.
 //   - It gives a call's compute slot back once its answer is written
 //     (call.Answer.Done), so that answers waiting to be written count
 //     against the slots.
@@ -68,7 +56,7 @@ func serveStdio(ctx context.Context, server *sdk.Server, st *stream) error {
 		// The checker bounds every line; the SDK's own bound sits just
 		// above it, so that it never trips on a line the checker let
 		// through (its count includes the line end before the line).
-		MaxLineLength: MaxLineBytes + 1<<10,
+		MaxLineLength: message.MaxLineBytes + 1<<10,
 	}, nil)
 	if err != nil {
 		return err
@@ -168,19 +156,19 @@ func (st *stream) readLines() {
 
 // readLine reads one line, valid until the next read: a slice of the
 // reader's buffer, or of big for a long one. A line longer than
-// MaxLineBytes is skipped to its end, never held whole, and reported as
-// too long. A broken input ends the session like its end.
+// message.MaxLineBytes is skipped to its end, never held whole, and
+// reported as too long. A broken input ends the session like its end.
 func (st *stream) readLine() inLine {
 	data, err := st.in.ReadSlice('\n')
 	tooLong := false
 	if err == bufio.ErrBufferFull {
 		if st.big == nil {
-			st.big = make([]byte, 0, MaxLineBytes+2) // its pages are touched as it fills
+			st.big = make([]byte, 0, message.MaxLineBytes+2) // its pages are touched as it fills
 		}
 		st.big = append(st.big[:0], data...)
 		for err == bufio.ErrBufferFull {
 			data, err = st.in.ReadSlice('\n')
-			if tooLong = tooLong || len(st.big)+len(data) > MaxLineBytes+2; !tooLong {
+			if tooLong = tooLong || len(st.big)+len(data) > message.MaxLineBytes+2; !tooLong {
 				st.big = append(st.big, data...)
 			}
 		}
@@ -192,7 +180,7 @@ func (st *stream) readLine() inLine {
 	// The bound is on the line itself, its LF or CRLF aside.
 	data = bytes.TrimSuffix(data, []byte("\n"))
 	data = bytes.TrimSuffix(data, []byte("\r"))
-	if len(data) > MaxLineBytes {
+	if len(data) > message.MaxLineBytes {
 		tooLong, data = true, nil
 	}
 	l := inLine{data: data, tooLong: tooLong}
@@ -311,34 +299,31 @@ func (st *stream) signal() {
 // a cancellation that names no call.
 func (st *stream) take(l inLine) {
 	if l.tooLong {
-		st.writeLine(rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: the line is longer than 16 MiB"))
+		st.writeLine(message.Refusal(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: the line is longer than 16 MiB"))
 		return
 	}
-	m, refusal := check(l.data)
+	m, refusal := message.Check(l.data)
 	switch {
 	case refusal != nil:
 		st.writeLine(refusal)
 		return
-	case m.blank || m.drop:
+	case m.Blank || m.Drop:
 		return
 	}
-	if m.cancels != nil {
-		st.cancel(m.cancels)
+	if m.Cancels != nil {
+		st.cancel(m.Cancels)
 	}
-	if m.call {
+	if m.Call {
 		st.mu.Lock()
-		if _, busy := st.inFlight[m.id]; busy {
+		if _, busy := st.inFlight[m.ID]; busy {
 			st.mu.Unlock()
-			st.writeLine(rpcError(m.idText, jsonrpc.CodeInvalidRequest, "Invalid Request: a call with this id is still in flight"))
+			st.writeLine(message.Refusal(m.IDText, jsonrpc.CodeInvalidRequest, "Invalid Request: a call with this id is still in flight"))
 			return
 		}
-		e := &entry{held: m.heldBytes}
-		if m.heldBack {
-			e.argsSHA256 = m.argsSHA256
-		}
-		st.inFlight[m.id] = e
+		e := &entry{held: m.HeldBytes, argsSHA256: m.ArgsSHA256}
+		st.inFlight[m.ID] = e
 		st.held += e.held
-		if m.slotted {
+		if m.Slotted {
 			st.pending = e
 		}
 		st.mu.Unlock()
@@ -346,7 +331,7 @@ func (st *stream) take(l inLine) {
 	// The SDK's decoder takes one value a line, with nothing after it but
 	// the line end. (The newline goes where the line's own end, or white
 	// space, was, or after a body of the checker's own.)
-	st.cur = append(bytes.Trim(m.body, " \t\r\n"), '\n')
+	st.cur = append(bytes.Trim(m.Body, " \t\r\n"), '\n')
 }
 
 // cancel cancels the call in flight with id, at once, or when its handler
@@ -386,9 +371,9 @@ func (st *stream) drain() error {
 	return io.EOF
 }
 
-// start is carrier.start: the handler now starting serves the call
-// handed over last.
-func (st *stream) start(ctx context.Context) (context.Context, carried) {
+// Start is Carrier.Start: the handler now starting serves the call handed
+// over last.
+func (st *stream) Start(ctx context.Context) (context.Context, Call) {
 	ctx, cancel := context.WithCancel(ctx)
 	st.mu.Lock()
 	e := st.pending
@@ -409,8 +394,8 @@ type streamCall struct {
 	cancel context.CancelFunc
 }
 
-// arrived lets the stream read on: the call has its place.
-func (c streamCall) arrived() {
+// Arrived lets the stream read on: the call has its place.
+func (c streamCall) Arrived() {
 	c.st.mu.Lock()
 	if c.st.pending == c.e {
 		c.st.pending = nil
@@ -419,20 +404,20 @@ func (c streamCall) arrived() {
 	c.st.signal()
 }
 
-// heldBack reports the SHA256 of the call's arguments when the SDK did not
-// get them (message.heldBack).
-func (c streamCall) heldBack() (string, bool) {
+// HeldBack reports the SHA256 of the call's arguments when the SDK did not
+// get them (message.Facts.ArgsSHA256).
+func (c streamCall) HeldBack() (string, bool) {
 	if c.e == nil || c.e.argsSHA256 == "" {
 		return "", false
 	}
 	return c.e.argsSHA256, true
 }
 
-// caller is nobody the stream can name: a stdio record names no principal.
-func (c streamCall) caller() ledger.Caller { return ledger.Caller{} }
+// Caller is nobody the stream can name: a stdio record names no principal.
+func (c streamCall) Caller() ledger.Caller { return ledger.Caller{} }
 
-// answered holds release until the call's answer is written.
-func (c streamCall) answered(release func()) {
+// Answered holds release until the call's answer is written.
+func (c streamCall) Answered(release func()) {
 	c.cancel()
 	if c.e == nil {
 		release()
@@ -454,7 +439,7 @@ type sdkWriter struct{ st *stream }
 func (w sdkWriter) Write(p []byte) (int, error) {
 	st := w.st
 	var e *entry
-	if id, ok := answerID(p); ok {
+	if id, ok := message.AnswerID(p); ok {
 		st.mu.Lock()
 		if e = st.inFlight[id]; e != nil {
 			delete(st.inFlight, id)
@@ -488,35 +473,4 @@ func (st *stream) writeLine(data []byte) {
 	st.wmu.Lock()
 	defer st.wmu.Unlock()
 	_, _ = st.out.Write(append(data, '\n'))
-}
-
-// answerID reads the id of a response the SDK writes: its members come in
-// the order jsonrpc, id, then result or error.
-func answerID(p []byte) (any, bool) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(p)) // read in place
-	if t, err := dec.ReadToken(); err != nil || t.Kind() != '{' {
-		return nil, false
-	}
-	var id any
-	for dec.PeekKind() == '"' {
-		name, err := dec.ReadToken()
-		if err != nil {
-			return nil, false
-		}
-		switch name.String() {
-		case "id":
-			v, err := dec.ReadValue()
-			if err != nil || validID(v) == nil {
-				return nil, false
-			}
-			id = idValue(v)
-		case "result", "error":
-			return id, id != nil
-		default:
-			if err := dec.SkipValue(); err != nil {
-				return nil, false
-			}
-		}
-	}
-	return nil, false
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/oauth"
 	"github.com/metricproof/metricproof/adapters/oauth/oauthtest"
 	"github.com/metricproof/metricproof/adapters/remote"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // FuzzFront sends requests with arbitrary Host, Origin, Authorization and
@@ -37,7 +38,7 @@ func FuzzFront(f *testing.F) {
 		}
 	})
 	srv, err := remote.Listen(remote.Options{
-		Addr: "127.0.0.1:0", MCP: stub, Stderr: &syncBuffer{}, Read: readBody,
+		Addr: "127.0.0.1:0", MCP: stub, Stderr: &testutil.SyncBuffer{}, Read: readBody,
 		AllowedHosts: []string{"mcp.example.com"}, AllowedOrigins: []string{"https://app.example.com"},
 		Auth: &remote.Auth{Issuer: iss.URL, Resource: resource, Verify: v.Verify, Scope: scopeOf},
 	})

@@ -111,38 +111,37 @@ func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var method, tool string
+	var reading Reading
 	if read := s.opts.Read; read != nil && r.Method == http.MethodPost { // a GET or DELETE carries no message
 		var refusal []byte
-		if method, tool, refusal = read(body); refusal != nil {
+		if reading, refusal = read(body); refusal != nil {
 			Refuse(w, refusal)
 			return
 		}
+		r = r.WithContext(context.WithValue(r.Context(), readingKey{}, reading.Checked))
 	}
 	if a := s.opts.Auth; a != nil && a.Scope != nil {
-		if need := a.Scope(method, tool); need != "" && !slices.Contains(ti.Scopes, need) {
+		if need := a.Scope(reading.Method, reading.Tool); need != "" && !slices.Contains(ti.Scopes, need) {
 			w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+need+`", resource_metadata="`+s.metaURL+`"`)
 			refuse(w, http.StatusForbidden, "insufficient_scope",
 				"this call needs the scope "+need+": get a token with it from the issuer")
 			return
 		}
 	}
-	r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	s.next.ServeHTTP(w, r)
 }
 
-// bodyKey holds, in a request's context, the body this front read.
-type bodyKey struct{}
+// readingKey holds, in a request's context, Reading.Checked of its body.
+type readingKey struct{}
 
-// Body returns the body of a request to /mcp as this front read it (once,
-// bounded, and counted against the bodies held), for the handler behind
-// the front to check without a copy of its own; false for a request that
-// did not come through a front. The handler must not change the bytes.
-func Body(r *http.Request) ([]byte, bool) {
-	body, ok := r.Context().Value(bodyKey{}).([]byte)
-	return body, ok
+// Checked returns what Options.Read read of the body of a request to /mcp
+// (Reading.Checked), for the handler behind the front to use rather than
+// read the body again; false for a request whose body no front read.
+func Checked(r *http.Request) (any, bool) {
+	v := r.Context().Value(readingKey{})
+	return v, v != nil
 }
 
 // withToken wraps the MCP handler in the SDK's bearer middleware, given

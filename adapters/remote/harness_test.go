@@ -20,6 +20,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/oauth"
 	"github.com/metricproof/metricproof/adapters/oauth/oauthtest"
 	"github.com/metricproof/metricproof/adapters/remote"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // resource is the audience of the tests' tokens: the URL clients would use
@@ -112,24 +113,25 @@ const refusal = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"In
 // read as the SDK reads them (member names matched case-sensitively), and
 // a refusal of anything the SDK might read otherwise: not one object, a
 // member name twice at any depth, a string that is not Unicode.
-func readBody(body []byte) (method, tool string, refused []byte) {
+func readBody(body []byte) (remote.Reading, []byte) {
 	var msg struct {
 		Method string         `json:"method"`
 		Params jsontext.Value `json:"params"`
 	}
 	if jsonv2.Unmarshal(body, &msg) != nil {
-		return "", "", []byte(refusal)
+		return remote.Reading{}, []byte(refusal)
 	}
+	r := remote.Reading{Method: msg.Method, Checked: string(body)}
 	if msg.Method == "tools/call" {
 		var params struct {
 			Name string `json:"name"`
 		}
 		if jsonv2.Unmarshal(msg.Params, &params) != nil {
-			return "", "", []byte(refusal)
+			return remote.Reading{}, []byte(refusal)
 		}
-		tool = params.Name
+		r.Tool = params.Name
 	}
-	return msg.Method, tool, nil
+	return r, nil
 }
 
 // fixture is a front serving a toy on loopback, with a test issuer.
@@ -137,7 +139,7 @@ type fixture struct {
 	srv    *remote.Server
 	toy    *toy
 	iss    *oauthtest.Issuer
-	stderr *syncBuffer
+	stderr *testutil.SyncBuffer
 	stop   context.CancelFunc
 	served chan error
 	once   sync.Once
@@ -150,30 +152,12 @@ func (f *fixture) wait() error {
 	return f.result
 }
 
-// syncBuffer is a standard error that tests read while the server writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // start serves a toy behind a front on 127.0.0.1:0, with authorization by
 // a test issuer unless noAuth; change adjusts the options first.
 func start(t *testing.T, noAuth bool, change func(*remote.Options)) *fixture {
 	t.Helper()
 	clock := oauthtest.NewClock()
-	f := &fixture{toy: newToy(), iss: oauthtest.New(t, clock), stderr: &syncBuffer{}, served: make(chan error, 1)}
+	f := &fixture{toy: newToy(), iss: oauthtest.New(t, clock), stderr: &testutil.SyncBuffer{}, served: make(chan error, 1)}
 	o := remote.Options{Addr: "127.0.0.1:0", MCP: f.toy.handler(), Stderr: f.stderr, CancelCalls: f.toy.cancelAll, Read: readBody}
 	if !noAuth {
 		v, err := oauth.New(context.Background(), oauth.Config{Issuer: f.iss.URL, Audience: resource, AllowHTTP: true, Clock: clock})

@@ -121,6 +121,16 @@ type Auth struct {
 	Scope func(method, tool string) string
 }
 
+// Reading is what Options.Read read of a POST body.
+type Reading struct {
+	// Method is the method of its one JSON-RPC message and Tool, for
+	// tools/call, the tool's name: what Auth.Scope decides on.
+	Method, Tool string
+	// Checked is the reader's own reading, opaque to the front, which
+	// hands it on to the handler behind ([Checked]).
+	Checked any
+}
+
 // Options configure the front.
 type Options struct {
 	// Addr is --http, host:port; a port of 0 picks a free one.
@@ -147,9 +157,10 @@ type Options struct {
 	// not Unicode), the JSON-RPC error response to answer instead, which
 	// the front sends with status 400 (Refuse). The composition root gives
 	// the MCP server's own check, so that a body gets the answer its bytes
-	// get over stdio and the front holds no reading of its own. Required
-	// with an Auth.Scope; nil reads nothing.
-	Read func(body []byte) (method, tool string, refusal []byte)
+	// get over stdio and the front holds no reading of its own; the
+	// reading goes on with the request ([Checked]), so the body is read
+	// once. Required with an Auth.Scope; nil reads nothing.
+	Read func(body []byte) (Reading, []byte)
 	// Ready says whether the server can serve calls: "" when it can, else
 	// the code of what it cannot reach (protocol §14, /readyz). Nil is
 	// always ready.

@@ -83,7 +83,7 @@ func TestAReadTokenNeverRunsAnalyzeWhateverTheFraming(t *testing.T) {
 func TestAScopeNeedsAReader(t *testing.T) {
 	tests := []struct {
 		name string
-		read func([]byte) (string, string, []byte)
+		read func([]byte) (remote.Reading, []byte)
 		ok   bool
 	}{
 		{"no reader", nil, false},
@@ -100,6 +100,52 @@ func TestAScopeNeedsAReader(t *testing.T) {
 			is.Equal(err == nil, tt.ok)
 			if srv != nil {
 				is.NoErr(srv.Close())
+			}
+		})
+	}
+}
+
+// What the front's reader read of a POST body goes on with the request to
+// the handler behind (Checked), which then need not read the body again;
+// a request whose body no reader read carries nothing.
+func TestTheReadingGoesOnToTheHandler(t *testing.T) {
+	const ping = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	tests := []struct {
+		name, method string
+		read         func([]byte) (remote.Reading, []byte)
+		want         any
+	}{
+		{"a POST read", http.MethodPost, readBody, ping},
+		{"a POST with no reader", http.MethodPost, nil, nil},
+		{"a GET", http.MethodGet, readBody, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			got := make(chan any, 1)
+			mcp := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				v, ok := remote.Checked(r)
+				is.Equal(ok, v != nil)
+				got <- v
+			})
+			srv, err := remote.Listen(remote.Options{Addr: "127.0.0.1:0", MCP: mcp, Stderr: io.Discard, Read: tt.read})
+			is.NoErr(err)
+			ctx, cancel := context.WithCancel(context.Background())
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ctx) }()
+			t.Cleanup(func() { cancel(); <-served })
+			req, err := http.NewRequest(tt.method, srv.URL(), strings.NewReader(ping))
+			is.NoErr(err)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := http.DefaultClient.Do(req)
+			is.NoErr(err)
+			body, _ := io.ReadAll(res.Body)
+			_ = res.Body.Close()
+			select {
+			case v := <-got:
+				is.Equal(v, tt.want)
+			default:
+				t.Fatalf("the handler was not reached: %d %s", res.StatusCode, body)
 			}
 		})
 	}

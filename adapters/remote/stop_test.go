@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/metricproof/metricproof/adapters/remote"
+	"github.com/metricproof/metricproof/internal/testutil"
 )
 
 // refused waits until the fixture's port takes no connection.
@@ -250,7 +251,7 @@ func TestBadOptionsAreRefusedBeforeServing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			o := remote.Options{Addr: "127.0.0.1:0", MCP: http.NotFoundHandler(), Stderr: &syncBuffer{}}
+			o := remote.Options{Addr: "127.0.0.1:0", MCP: http.NotFoundHandler(), Stderr: &testutil.SyncBuffer{}}
 			tt.change(&o)
 			option, listenOnly := strings.CutSuffix(tt.option, "!")
 			if err := remote.Check(o); option == "" || listenOnly {

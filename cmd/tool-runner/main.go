@@ -28,6 +28,7 @@ import (
 	"github.com/metricproof/metricproof/adapters/engine"
 	"github.com/metricproof/metricproof/adapters/landlock"
 	"github.com/metricproof/metricproof/adapters/mcp"
+	"github.com/metricproof/metricproof/adapters/mcp/mcphttp"
 	"github.com/metricproof/metricproof/adapters/report"
 	"github.com/metricproof/metricproof/adapters/stdio"
 	"github.com/metricproof/metricproof/app"
@@ -83,7 +84,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	switch args[0] {
 	case "mcp":
 		f := newConfiner(wire.Tools)
-		c, exit := mcp.Open(args[1:], stdout, stderr, f.Wire(disk), moduleVersion(), engine.Settings())
+		c, exit := mcp.Open(args[1:], stdout, stderr, f.Wire(disk), moduleVersion(), engine.Settings(), mcphttp.Transport{})
 		if c != nil {
 			// Over HTTP: its own port, and the issuer's key set's.
 			if bind, connect := c.Network(); len(bind)+len(connect) > 0 {

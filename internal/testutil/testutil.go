@@ -2,8 +2,8 @@
 // share: the shipped fixture (the repository's data/ and contracts/ files
 // that protocol §7 describes), its copy into a workspace, the SHA256 of
 // bytes as lowercase hex, signing key files as protocol §10 reads them,
-// and the switch of the long suites. It is for tests only; the standard
-// library alone.
+// the switch of the long suites, and a buffer a test reads while a server
+// writes to it. It is for tests only; the standard library alone.
 package testutil
 
 import (

@@ -1,4 +1,4 @@
-package mcp
+package message
 
 import (
 	"encoding/json"
@@ -76,10 +76,10 @@ func TestEachLineGetsTheAnswerTheProtocolGivesIt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			m, refusal := check([]byte(tt.line))
+			m, refusal := Check([]byte(tt.line))
 			if tt.code == 0 {
 				is.Equal(string(refusal), "")
-				is.True(m.call) // handed to the SDK
+				is.True(m.Call) // handed to the SDK
 				return
 			}
 			var r struct {
@@ -93,50 +93,50 @@ func TestEachLineGetsTheAnswerTheProtocolGivesIt(t *testing.T) {
 	}
 }
 
-// What the stream learns of a line that passes: a call's id, as the SDK
+// What a transport learns of a line that passes: a call's id, as the SDK
 // will key it ("\u0061" is "a", -0 is 0), whether it takes a compute slot,
 // and what it holds; which call a cancellation names, and the ones that
 // name none, which are dropped.
 func TestWhatTheStreamLearnsOfALine(t *testing.T) {
 	is := is.New(t)
-	m, refusal := check([]byte(toolCall("9007199254740991", `{"x" : [1, 2]}`, `,"_meta":{"k":[1]}`)))
+	m, refusal := Check([]byte(toolCall("9007199254740991", `{"x" : [1, 2]}`, `,"_meta":{"k":[1]}`)))
 	is.Equal(string(refusal), "")
-	is.True(m.call && m.slotted)
-	is.Equal(m.id, int64(9007199254740991))
-	is.Equal(string(m.idText), "9007199254740991")
-	is.True(m.heldBytes > callBytes+len(`{"x" : [1, 2]}`))
+	is.True(m.Call && m.Slotted)
+	is.Equal(m.ID, int64(9007199254740991))
+	is.Equal(string(m.IDText), "9007199254740991")
+	is.True(m.HeldBytes > callBytes+len(`{"x" : [1, 2]}`))
 
-	m, _ = check([]byte(`{"jsonrpc":"2.0","id":"\u0061","method":"resources/read","params":{"uri":"x"}}`))
-	is.True(m.call && m.slotted)
-	is.Equal(m.id, "a")
-	is.Equal(string(m.idText), `"\u0061"`) // a refusal echoes the id as sent
-	m, _ = check([]byte(`{"jsonrpc":"2.0","id":-0,"method":"ping"}`))
-	is.True(m.call && !m.slotted)
-	is.Equal(m.id, int64(0))
+	m, _ = Check([]byte(`{"jsonrpc":"2.0","id":"\u0061","method":"resources/read","params":{"uri":"x"}}`))
+	is.True(m.Call && m.Slotted)
+	is.Equal(m.ID, "a")
+	is.Equal(string(m.IDText), `"\u0061"`) // a refusal echoes the id as sent
+	m, _ = Check([]byte(`{"jsonrpc":"2.0","id":-0,"method":"ping"}`))
+	is.True(m.Call && !m.Slotted)
+	is.Equal(m.ID, int64(0))
 
-	m, _ = check([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r1","reason":"` + strings.Repeat("x", 1000) + `","_meta":{"a":[1,2,3]}}}`))
-	is.True(!m.call && !m.drop)
-	is.Equal(m.cancels, "r1")
+	m, _ = Check([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r1","reason":"` + strings.Repeat("x", 1000) + `","_meta":{"a":[1,2,3]}}}`))
+	is.True(!m.Call && !m.Drop)
+	is.Equal(m.Cancels, "r1")
 	for _, id := range []string{"1.5", "7.0", "1e0", "null", "9007199254740992", `{"a":1}`} {
-		m, refusal = check([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `}}`))
+		m, refusal = Check([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `}}`))
 		is.Equal(string(refusal), "")
-		is.True(m.drop) // names no call: the SDK would take 1.5 for 1
+		is.True(m.Drop) // names no call: the SDK would take 1.5 for 1
 	}
 	over := `{"x":"` + strings.Repeat("x", protocol.RequestLimitChars) + `"}`
-	m, _ = check([]byte(toolCall("4", over, "")))
-	is.True(m.call && m.heldBack) // over the limit: the SDK gets {} in their place
-	is.Equal(string(m.body), toolCall("4", `{}`, ""))
-	is.Equal(m.argsSHA256, domain.SHA256Hex([]byte(over)))
-	is.True(m.heldBytes < callBytes+4096)                                         // what the SDK holds of it
+	m, _ = Check([]byte(toolCall("4", over, "")))
+	is.True(m.Call && m.ArgsSHA256 != "") // over the limit: the SDK gets {} in their place
+	is.Equal(string(m.Body), toolCall("4", `{}`, ""))
+	is.Equal(m.ArgsSHA256, domain.SHA256Hex([]byte(over)))
+	is.True(m.HeldBytes < callBytes+4096)                                         // what the SDK holds of it
 	within := `{"x":"` + strings.Repeat("é", protocol.RequestLimitChars-8) + `"}` // 65,536 characters, 131 KB
-	m, _ = check([]byte(toolCall("5", within, "")))
-	is.True(!m.heldBack)
-	is.Equal(string(m.body), toolCall("5", within, ""))
+	m, _ = Check([]byte(toolCall("5", within, "")))
+	is.Equal(m.ArgsSHA256, "")
+	is.Equal(string(m.Body), toolCall("5", within, ""))
 
-	m, _ = check([]byte(`{"jsonrpc":"2.0","id":3,"result":{}}`))
-	is.True(!m.call && !m.drop) // a client's response: handed over, not counted
-	m, _ = check([]byte(" \t "))
-	is.True(m.blank)
+	m, _ = Check([]byte(`{"jsonrpc":"2.0","id":3,"result":{}}`))
+	is.True(!m.Call && !m.Drop) // a client's response: handed over, not counted
+	m, _ = Check([]byte(" \t "))
+	is.True(m.Blank)
 }
 
 // A line of tiny JSON values, inside params.arguments or outside, is
@@ -155,7 +155,7 @@ func TestALineOfTinyValuesIsCheckedWithoutATree(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			check(data)
+			Check(data)
 			runtime.ReadMemStats(&after)
 			allocated := after.TotalAlloc - before.TotalAlloc
 			t.Logf("%d bytes allocated for a line of %d", allocated, len(data))

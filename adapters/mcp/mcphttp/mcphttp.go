@@ -1,50 +1,23 @@
-package mcp
-
-import (
-	"bytes"
-	"context"
-	"crypto/sha256"
-	"fmt"
-	"io"
-	"mime"
-	"net/http"
-	"net/url"
-	"strconv"
-	"sync"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/metricproof/metricproof/adapters/cli"
-	"github.com/metricproof/metricproof/adapters/oauth"
-	"github.com/metricproof/metricproof/adapters/remote"
-	"github.com/metricproof/metricproof/app"
-	"github.com/metricproof/metricproof/app/call"
-	"github.com/metricproof/metricproof/app/ledger"
-	"github.com/metricproof/metricproof/app/protocol"
-)
-
-// MCP over HTTP (protocol §14): "tool-runner mcp --http" serves the same
-// server as over stdio, through the same call layer, at /mcp behind the
-// HTTP front of package remote (Host, Origin, bounds, bearer token,
-// scopes, health, stop), on the SDK's Streamable HTTP handler, stateless:
-// every POST is a session of its own, so that any number of servers can
-// stand behind any load balancer.
+// Package mcphttp is MCP over HTTP (protocol §14): "tool-runner mcp
+// --http" serves the server of package mcp (mcp.New, with a Carrier of
+// its own), through the same call layer as stdio, at /mcp behind the HTTP
+// front of package remote (Host, Origin, bounds, bearer token, scopes,
+// health, stop), on the SDK's Streamable HTTP handler, stateless: every
+// POST is a session of its own, so that any number of servers can stand
+// behind any load balancer. The composition root hands [Transport] to
+// mcp.Open. Its tests are adapters/mcp's, which run it beside the stdio
+// server on one workspace.
 //
 // Between the front and the SDK sits httpMCP, which does for each POST
 // body what the stdio stream does for each line:
 //
-//   - It runs the checker of protocol §9.7 on the body (check.go), and
-//     answers a refused body itself: the JSON-RPC error as the body, with
-//     HTTP status 400. A body with nothing but white space is -32700.
-//     The front runs the same checker first (readBody, its Options.Read),
-//     to decide the scope on the method and tool the SDK will run, and
-//     answers a refusal the same way, so a refused body behind the front
-//     never gets here; the second run costs one linear pass.
+//   - The checker of protocol §9.7 (package message) reads the body once:
+//     the front runs it (Read, its Options.Read) to decide the scope on
+//     the method and tool the SDK will run, answers a refusal (the
+//     JSON-RPC error as the body, status 400; a blank body is -32700), and
+//     hands the facts on; not behind the front, httpMCP runs it itself.
 //   - It bounds the load across all connections: every call counts what it
-//     holds (message.heldBytes) against the same 16 MiB as over stdio until
+//     holds (Facts.HeldBytes) against the same 16 MiB as over stdio until
 //     its answer is written; a call that does not fit is 503 with
 //     Retry-After: 1, before anything runs. The compute slots are the call
 //     layer's, one set for the whole process.
@@ -61,6 +34,34 @@ import (
 // which a stateless server cannot tell from another client's: it is
 // accepted (202) and cancels nothing; a client cancels a call by closing
 // its request (docs/decisions.md).
+package mcphttp
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/metricproof/metricproof/adapters/cli"
+	"github.com/metricproof/metricproof/adapters/mcp"
+	"github.com/metricproof/metricproof/adapters/mcp/message"
+	"github.com/metricproof/metricproof/adapters/oauth"
+	"github.com/metricproof/metricproof/adapters/remote"
+	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/app/call"
+	"github.com/metricproof/metricproof/app/ledger"
+	"github.com/metricproof/metricproof/app/protocol"
+)
 
 // httpTransport is the transport's description for the call layer.
 func httpTransport(listLimit int) call.Transport {
@@ -82,8 +83,8 @@ type httpMCP struct {
 // output directory alike.
 func newHTTPMCP(calls *call.Calls, listLimit int, version string, cursorKey []byte) (*httpMCP, error) {
 	stop, cancel := context.WithCancel(context.Background())
-	server, err := newServer(serverConfig{calls: calls, transport: httpTransport(listLimit), version: version,
-		stop: stop, conn: httpCarrier{}, cursorKey: cursorKey})
+	server, err := mcp.New(mcp.Config{Calls: calls, Transport: httpTransport(listLimit), Version: version,
+		Stop: stop, Carrier: httpCarrier{}, CursorKey: cursorKey})
 	if err != nil {
 		cancel()
 		return nil, err
@@ -91,8 +92,14 @@ func newHTTPMCP(calls *call.Calls, listLimit int, version string, cursorKey []by
 	return &httpMCP{
 		sdk:         sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, remote.StreamableOptions()),
 		cancelCalls: cancel,
-		waiting:     budget{max: MaxHeldBytes},
+		waiting:     budget{max: mcp.MaxHeldBytes},
 	}, nil
+}
+
+// NewHandler is the handler of /mcp over calls without the front, which
+// checks each body itself: for tests and benchmarks in this process.
+func NewHandler(calls *call.Calls, listLimit int) (http.Handler, error) {
+	return newHTTPMCP(calls, listLimit, "test", nil)
 }
 
 // ServeHTTP checks a POST of JSON and hands it to the SDK with its call's
@@ -102,60 +109,59 @@ func (h *httpMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.sdk.ServeHTTP(w, r)
 		return
 	}
-	body, ok := remote.Body(r)
-	if !ok { // not behind the front: read it here, within its bound
-		var err error
-		if body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, MaxLineBytes)); err != nil {
-			http.Error(w, "the body could not be read", http.StatusBadRequest)
-			return
-		}
-	}
-	m, refusal := checkBody(body)
-	if refusal != nil {
-		remote.Refuse(w, refusal)
+	m, ok := checked(w, r)
+	if !ok {
 		return
 	}
-	if m.drop {
+	if m.Drop {
 		w.WriteHeader(http.StatusAccepted) // a cancellation that names no call
 		return
 	}
-	if m.call {
-		if !h.waiting.take(m.heldBytes) {
-			remote.Busy(w, "the calls waiting hold "+strconv.Itoa(MaxHeldBytes)+" bytes of arguments")
+	if m.Call {
+		if !h.waiting.take(m.HeldBytes) {
+			remote.Busy(w, "the calls waiting hold "+strconv.Itoa(mcp.MaxHeldBytes)+" bytes of arguments")
 			return
 		}
-		defer h.waiting.give(m.heldBytes)
+		defer h.waiting.give(m.HeldBytes)
 	}
-	c := &httpCall{req: r.Context(), who: callerOf(auth.TokenInfoFromContext(r.Context()))}
-	if m.heldBack {
-		c.sum = m.argsSHA256
-	}
+	c := &httpCall{req: r.Context(), who: callerOf(auth.TokenInfoFromContext(r.Context())), sum: m.ArgsSHA256}
 	defer c.end()
 	r = r.WithContext(context.WithValue(r.Context(), httpCallKey{}, c))
-	r.Body = io.NopCloser(bytes.NewReader(m.body))
-	r.ContentLength = int64(len(m.body))
+	r.Body = io.NopCloser(bytes.NewReader(m.Body))
+	r.ContentLength = int64(len(m.Body))
 	h.sdk.ServeHTTP(w, r)
 }
 
-// checkBody is check for a POST body: a blank one is -32700, since a
-// request must be answered, where a blank line over stdio is skipped.
-func checkBody(body []byte) (message, []byte) {
-	m, refusal := check(body)
-	if m.blank {
-		refusal = rpcError(nil, jsonrpc.CodeParseError, "Parse error: the body is empty")
+// checked is the facts of a POST body: as the front read them (Read),
+// or, not behind the front, read and checked here, a refusal answered.
+func checked(w http.ResponseWriter, r *http.Request) (message.Facts, bool) {
+	if v, ok := remote.Checked(r); ok {
+		if m, ok := v.(message.Facts); ok {
+			return m, true
+		}
 	}
-	return m, refusal
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, message.MaxLineBytes))
+	if err != nil {
+		http.Error(w, "the body could not be read", http.StatusBadRequest)
+		return message.Facts{}, false
+	}
+	m, refusal := message.CheckBody(body)
+	if refusal != nil {
+		remote.Refuse(w, refusal)
+		return message.Facts{}, false
+	}
+	return m, true
 }
 
-// readBody is the front's reading of a POST body (remote.Options.Read):
+// Read is the front's reading of a POST body (remote.Options.Read):
 // the checker's, so that the scope is decided on the method and tool the
 // SDK will run, and a body the SDK could read two ways (a batch, a member
 // name twice outside the arguments, a string that is not Unicode there) is
 // refused before it, with the JSON-RPC error a stdio line of the same bytes
-// gets.
-func readBody(body []byte) (method, tool string, refusal []byte) {
-	m, refusal := checkBody(body)
-	return m.method, m.tool, refusal
+// gets. Its facts go on with the request to ServeHTTP: one check a body.
+func Read(body []byte) (remote.Reading, []byte) {
+	m, refusal := message.CheckBody(body)
+	return remote.Reading{Method: m.Method, Tool: m.Tool, Checked: m}, refusal
 }
 
 // jsonBody reports a body sent as application/json, the one media type
@@ -217,12 +223,12 @@ type httpCallKey struct{}
 // its call in its context.
 type httpCarrier struct{}
 
-// start ties the handler's call to its request: a closed connection (its
+// Start ties the handler's call to its request: a closed connection (its
 // context done) cancels the call.
-func (httpCarrier) start(ctx context.Context) (context.Context, carried) {
+func (httpCarrier) Start(ctx context.Context) (context.Context, mcp.Call) {
 	c, ok := ctx.Value(httpCallKey{}).(*httpCall)
 	if !ok {
-		return ctx, unwritten{}
+		return ctx, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stopWatch := context.AfterFunc(c.req, cancel)
@@ -261,13 +267,13 @@ type httpHandled struct {
 	done func()
 }
 
-func (h httpHandled) arrived()                 {}
-func (h httpHandled) caller() ledger.Caller    { return h.c.who }
-func (h httpHandled) heldBack() (string, bool) { return h.c.sum, h.c.sum != "" }
+func (h httpHandled) Arrived()                 {}
+func (h httpHandled) Caller() ledger.Caller    { return h.c.who }
+func (h httpHandled) HeldBack() (string, bool) { return h.c.sum, h.c.sum != "" }
 
-// answered holds release until the request ends: the SDK writes the
+// Answered holds release until the request ends: the SDK writes the
 // answer before it returns from the request.
-func (h httpHandled) answered(release func()) {
+func (h httpHandled) Answered(release func()) {
 	h.done()
 	c := h.c
 	c.mu.Lock()
@@ -291,45 +297,64 @@ func cursorKeyOf(o cli.Options) []byte {
 	return sum[:]
 }
 
-// openHTTP binds the server over HTTP of an opened service: the token
+// Transport is "tool-runner mcp --http" for mcp.Open (an mcp.HTTP).
+type Transport struct{}
+
+// Check checks every HTTP option before the workspace is opened: the
+// address, the hosts and origins, authorization on a non-loopback address.
+func (Transport) Check(h cli.HTTP) error {
+	if err := remote.Check(frontOptions(h)); err != nil {
+		return optionError(err)
+	}
+	return nil
+}
+
+// Open binds the server over HTTP of an opened service: the token
 // verifier (which fetches the issuer's keys unless --auth-jwks names
 // them) and the front. Its faults are INVALID_OPTIONS.
-func (s *Server) openHTTP() error {
-	h := s.opts.HTTP
-	handler, err := newHTTPMCP(call.New(s.svc), s.opts.ListLimit, s.version, cursorKeyOf(s.opts))
+func (Transport) Open(opts cli.Options, svc *app.Service, version string, stderr io.Writer) (mcp.Remote, error) {
+	h := opts.HTTP
+	handler, err := newHTTPMCP(call.New(svc), opts.ListLimit, version, cursorKeyOf(opts))
 	if err != nil {
-		return err
+		return nil, err
 	}
+	s := &server{svc: svc, stderr: stderr, cancelCalls: handler.cancelCalls}
 	o := frontOptions(h)
-	o.MCP, o.Stderr, o.CancelCalls, o.Ready, o.Read = handler, s.stderr, handler.cancelCalls, s.ready, readBody
+	o.MCP, o.Stderr, o.CancelCalls, o.Ready, o.Read = handler, stderr, handler.cancelCalls, s.ready, Read
 	if o.Auth != nil {
 		v, err := oauth.New(context.Background(), oauth.Config{Issuer: h.AuthIssuer, Audience: h.AuthAudience, JWKSFile: h.AuthJWKS,
-			AllowHTTP: remote.Loopback(h.Addr), Clock: serviceClock{s.svc}})
+			AllowHTTP: remote.Loopback(h.Addr), Clock: serviceClock{svc}})
 		if err != nil {
 			handler.cancelCalls()
-			return optionError(err)
+			return nil, optionError(err)
 		}
 		o.Auth.Verify, o.Auth.Scope = v.Verify, scopeOf
 		if port, fetches := v.FetchPort(); fetches {
 			s.connect = append(s.connect, port)
 		}
 	}
-	front, err := remote.Listen(o)
-	if err != nil {
+	if s.front, err = remote.Listen(o); err != nil {
 		handler.cancelCalls()
-		return optionError(err)
+		return nil, optionError(err)
 	}
-	s.front, s.cancelCalls = front, handler.cancelCalls
-	return nil
+	return s, nil
 }
 
-// Network is the TCP the server needs once it serves, for its confinement
-// (protocol §16): the port it listens on, and the issuer's key set's port
-// when it fetches the set again. Over stdio, none.
-func (s *Server) Network() (bind, connect []uint16) {
-	if s.front == nil {
-		return nil, nil
-	}
+// server is the server bound over HTTP.
+type server struct {
+	svc    *app.Service
+	stderr io.Writer
+	front  *remote.Server
+	// cancelCalls cancels the calls still running.
+	cancelCalls context.CancelFunc
+	// connect are the TCP ports the server connects to once serving: the
+	// issuer's key set's, when it fetches it again.
+	connect []uint16
+}
+
+// Network is the port the server listens on, and the issuer's key set's
+// port when it fetches the set again.
+func (s *server) Network() (bind, connect []uint16) {
 	u, err := url.Parse(s.front.URL())
 	if err != nil {
 		return nil, s.connect
@@ -339,6 +364,12 @@ func (s *Server) Network() (bind, connect []uint16) {
 		return nil, s.connect
 	}
 	return []uint16{uint16(port)}, s.connect
+}
+
+// Close lets the address go, when the server was never served.
+func (s *server) Close() error {
+	s.cancelCalls()
+	return s.front.Close()
 }
 
 // frontOptions are the front's options as the command line gives them;
@@ -358,17 +389,17 @@ func optionError(err error) error {
 
 // ready is /readyz: "" when the workspace, the output directory and the
 // ledger can be reached, else the code of what cannot.
-func (s *Server) ready(ctx context.Context) string {
+func (s *server) ready(ctx context.Context) string {
 	if err := s.svc.Ready(ctx); err != nil {
 		return string(protocol.ErrorOf(err).Code)
 	}
 	return ""
 }
 
-// serveHTTP serves until ctx ends (SIGINT, SIGTERM), then stops as the
-// front does: calls in flight finish and are answered, those still
-// running past the grace are cancelled and answer. 0 after a stop.
-func (s *Server) serveHTTP(ctx context.Context) int {
+// Serve serves until ctx ends (SIGINT, SIGTERM), then stops as the front
+// does: calls in flight finish and are answered, those still running past
+// the grace are cancelled and answer. 0 after a stop.
+func (s *server) Serve(ctx context.Context) int {
 	defer s.cancelCalls()
 	if err := s.front.Serve(ctx); err != nil {
 		fmt.Fprintf(s.stderr, "%s: the server stopped serving HTTP: restart it\n", protocol.InternalError)
