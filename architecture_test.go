@@ -48,6 +48,7 @@ func layers() map[string]layer {
 		"driving":   {internal: []string{"domain", "ports", "app", "adapters", "contracts"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-json-experiment/json"}},
 		"checker":   {internal: []string{"domain", "app"}, external: []string{"github.com/go-json-experiment/json", "github.com/modelcontextprotocol/go-sdk/jsonrpc"}},
 		"remote":    {internal: []string{"ports", "adapters"}, external: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/go-jose/go-jose/v4", "golang.org/x/sync/semaphore"}},
+		"mcptest":   {internal: []string{"ports", "app", "adapters", "internal"}, external: []string{"github.com/matryer/is", "github.com/spf13/afero", "github.com/modelcontextprotocol/go-sdk/mcp"}},
 		"contracts": {},
 		"internal":  {internal: []string{"internal"}},
 		"wiring":    {anything: true},
@@ -139,6 +140,13 @@ const messagePackage = module + "/adapters/mcp/message"
 // that imports the front and the token verifier.
 const mcphttpPackage = module + "/adapters/mcp/mcphttp"
 
+// mcptestPackage is the harness the tests of the MCP server and of its
+// HTTP transport share (an in-memory workspace, the call layer over it, a
+// raw stdio session): like testutil, which it alone of the non-test code
+// may import, only tests import it; it composes the adapters as a test
+// does, but never the real disk's (internal/wire).
+const mcptestPackage = module + "/adapters/mcp/internal/mcptest"
+
 // storePackage keeps the evidence and the ledger in S3-compatible object
 // storage: a driven adapter like the others, and the one that may import
 // the S3 client (its s3test, which starts a real server for tests, too).
@@ -157,6 +165,9 @@ func layerOf(top, pkg string) string {
 	}
 	if pkg == messagePackage {
 		return "checker"
+	}
+	if pkg == mcptestPackage {
+		return "mcptest"
 	}
 	if pkg == storePackage || strings.HasPrefix(pkg, storePackage+"/") {
 		return "store"
@@ -191,7 +202,7 @@ func check(top, pkg, imp string) error {
 	if !ok {
 		return fmt.Errorf("%s: folder %q is not in the layer table; add it to ARCHITECTURE.md and layers()", pkg, top)
 	}
-	if imp == testutilPackage {
+	if imp == testutilPackage && top != "mcptest" || imp == mcptestPackage {
 		return fmt.Errorf("%s imports %s: only tests do", pkg, imp)
 	}
 	if strings.HasPrefix(imp, toolsFolder) && top != "devtools" {
@@ -350,6 +361,12 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"cmd", module + "/cmd/tool-runner", module + "/internal/tools/buildcmd"},
 		{"adapters", module + "/adapters/report", module + "/internal/tools/buildcmd"},
 		{"app", module + "/app", testutilPackage},
+		{"adapters", module + "/adapters/mcp", mcptestPackage},
+		{"adapters", mcphttpPackage, mcptestPackage},
+		{"cmd", module + "/cmd/tool-runner", mcptestPackage},
+		{"adapters", mcptestPackage, wirePackage},
+		{"adapters", mcptestPackage, module + "/domain"},
+		{"adapters", mcptestPackage, "github.com/aws/aws-sdk-go-v2/service/s3"},
 		{"adapters", module + "/adapters/osfs", "github.com/landlock-lsm/go-landlock/landlock"},
 		{"adapters", module + "/adapters/stdio", landlockPackage},
 		{"adapters", module + "/adapters/osfs", landlockPackage},
@@ -404,6 +421,10 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"internal", module + "/internal/tools/oneshotdiff", module + "/internal/tools/buildcmd"},
 		{"internal", module + "/internal/testinputs", "encoding/json"},
 		{"internal", testutilPackage, "testing"},
+		{"adapters", mcptestPackage, testutilPackage},
+		{"adapters", mcptestPackage, module + "/adapters/mcp"},
+		{"adapters", mcptestPackage, module + "/adapters/memfs"},
+		{"adapters", mcptestPackage, "github.com/matryer/is"},
 		{"adapters", module + "/adapters/stdio", module + "/app"},
 		{"adapters", module + "/adapters/mcp", module + "/app"},
 		{"adapters", module + "/adapters/mcp", module + "/contracts"},

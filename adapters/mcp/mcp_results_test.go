@@ -30,6 +30,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/cli"
 	"github.com/metricproof/metricproof/adapters/mcp"
+	"github.com/metricproof/metricproof/adapters/mcp/internal/mcptest"
 	"github.com/metricproof/metricproof/adapters/memfs"
 	"github.com/metricproof/metricproof/app"
 	"github.com/metricproof/metricproof/app/evidence"
@@ -47,16 +48,16 @@ func TestAnswersLinkTheirRunFilesAndEachLinkReadsTheExactBytes(t *testing.T) {
 	for _, signed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("signed=%v", signed), func(t *testing.T) {
 			is := is.New(t)
-			w := newWorld(t)
+			w := mcptest.NewWorld(t)
 			args := []string{"--output-dir", "runs", "--ledger", "calls.jsonl"}
 			if signed {
 				args = append(args, "--signing-key", signingKey(t))
 			}
-			cs := session(t, w.service(args...), context.Background())
-			digest := digestOf(t, cs)
+			cs := session(t, w.Service(args...), context.Background())
+			digest := mcptest.DigestOf(t, cs)
 
-			r, analyzed := callToolLinks(t, cs, "analyze", map[string]any{"expected_source_digest": digest, "run_id": "linked"})
-			is.Equal(r.code(), "")
+			r, analyzed := mcptest.CallToolLinks(t, cs, "analyze", map[string]any{"expected_source_digest": digest, "run_id": "linked"})
+			is.Equal(r.Code(), "")
 			files := []string{"result.json", "receipt.json", "checksums.json"}
 			if signed {
 				files = append(files, "attestation.json")
@@ -66,15 +67,15 @@ func TestAnswersLinkTheirRunFilesAndEachLinkReadsTheExactBytes(t *testing.T) {
 				is.Equal(l.URI, "metricproof://runs/linked/"+files[i])
 				is.Equal(l.Name, "linked/"+files[i])
 				is.Equal(l.MIMEType, "application/json")
-				saved := w.read(t, "runs/linked/"+files[i])
+				saved := w.Read(t, "runs/linked/"+files[i])
 				is.True(l.Size != nil && *l.Size == int64(len(saved))) // the size on disk
 			}
-			_, verified := callToolLinks(t, cs, "verify_result", map[string]any{"run_id": "linked"})
+			_, verified := mcptest.CallToolLinks(t, cs, "verify_result", map[string]any{"run_id": "linked"})
 			is.Equal(len(verified), 1)
 			is.Equal(verified[0].URI, "metricproof://runs/linked/result.json")
 
-			ledgerBefore := len(ledgerLines(t, w))
-			treeBefore := w.tree(t)
+			ledgerBefore := len(mcptest.LedgerLines(t, w))
+			treeBefore := w.Tree(t)
 			for _, l := range append(analyzed, verified...) {
 				res, err := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: l.URI})
 				is.NoErr(err)
@@ -82,13 +83,13 @@ func TestAnswersLinkTheirRunFilesAndEachLinkReadsTheExactBytes(t *testing.T) {
 				c := res.Contents[0]
 				is.Equal(c.URI, l.URI)
 				is.Equal(c.MIMEType, "application/json")
-				is.Equal(c.Text, string(w.read(t, "runs/linked/"+path.Base(l.URI)))) // the exact bytes
+				is.Equal(c.Text, string(w.Read(t, "runs/linked/"+path.Base(l.URI)))) // the exact bytes
 				is.Equal(c.Blob, nil)
 			}
-			is.Equal(len(ledgerLines(t, w)), ledgerBefore) // a read is not a call
-			is.Equal(w.tree(t), treeBefore)                // and writes nothing
+			is.Equal(len(mcptest.LedgerLines(t, w)), ledgerBefore) // a read is not a call
+			is.Equal(w.Tree(t), treeBefore)                        // and writes nothing
 
-			_, refused := callToolLinks(t, cs, "verify_result", map[string]any{"run_id": "nope"})
+			_, refused := mcptest.CallToolLinks(t, cs, "verify_result", map[string]any{"run_id": "nope"})
 			is.Equal(len(refused), 0) // a refusal links nothing
 		})
 	}
@@ -97,7 +98,7 @@ func TestAnswersLinkTheirRunFilesAndEachLinkReadsTheExactBytes(t *testing.T) {
 // The one resource template of protocol §9.
 func TestTheServerListsOneResourceTemplate(t *testing.T) {
 	is := is.New(t)
-	cs := session(t, newWorld(t).service("--output-dir", "runs"), context.Background())
+	cs := session(t, mcptest.NewWorld(t).Service("--output-dir", "runs"), context.Background())
 	res, err := cs.ListResourceTemplates(context.Background(), nil)
 	is.NoErr(err)
 	is.Equal(len(res.ResourceTemplates), 1)
@@ -111,20 +112,20 @@ func TestTheServerListsOneResourceTemplate(t *testing.T) {
 // run ID, 100 a page; nothing but runs, and an unknown cursor is -32602.
 func TestResourcesListEveryCommittedRunAPageAtATime(t *testing.T) {
 	is := is.New(t)
-	w := newWorld(t)
-	svc := w.service("--output-dir", "runs")
+	w := mcptest.NewWorld(t)
+	svc := w.Service("--output-dir", "runs")
 	cs := session(t, svc, context.Background())
-	digest := digestOf(t, cs)
+	digest := mcptest.DigestOf(t, cs)
 	var want []string
 	for i := range 205 {
 		id := fmt.Sprintf("run-%03d", 204-i) // committed out of order
-		is.Equal(callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digest, "run_id": id}).code(), "")
+		is.Equal(mcptest.CallTool(t, cs, "analyze", map[string]any{"expected_source_digest": digest, "run_id": id}).Code(), "")
 		want = append([]string{id}, want...)
 	}
-	w.write(t, "runs/.pending-0123/result.json", "{}") // a killed writer's pending directory
-	w.write(t, "runs/notes.txt", "not a run")
-	w.write(t, "runs/empty/.keep", "")
-	is.Equal(len(callTool(t, cs, "inspect_inputs", nil).RequestID) > 0, true)
+	w.Write(t, "runs/.pending-0123/result.json", "{}") // a killed writer's pending directory
+	w.Write(t, "runs/notes.txt", "not a run")
+	w.Write(t, "runs/empty/.keep", "")
+	is.Equal(len(mcptest.CallTool(t, cs, "inspect_inputs", nil).RequestID) > 0, true)
 
 	var got []string
 	cursor, pages := "", 0
@@ -135,7 +136,7 @@ func TestResourcesListEveryCommittedRunAPageAtATime(t *testing.T) {
 		for _, r := range res.Resources {
 			is.Equal(r.URI, "metricproof://runs/"+r.Name+"/result.json")
 			is.Equal(r.MIMEType, "application/json")
-			is.Equal(r.Size, int64(len(w.read(t, "runs/"+r.Name+"/result.json"))))
+			is.Equal(r.Size, int64(len(w.Read(t, "runs/"+r.Name+"/result.json"))))
 			got = append(got, r.Name)
 		}
 		if res.NextCursor == "" {
@@ -154,7 +155,7 @@ func TestResourcesListEveryCommittedRunAPageAtATime(t *testing.T) {
 		is.Equal(werr.Code, int64(jsonrpc.CodeInvalidParams)) // -32602 for an unknown cursor
 	}
 	// A cursor of another server is unknown to this one.
-	other := session(t, w.service("--output-dir", "runs"), context.Background())
+	other := session(t, w.Service("--output-dir", "runs"), context.Background())
 	_, err := other.ListResources(context.Background(), &sdk.ListResourcesParams{Cursor: cursor})
 	is.True(err != nil)
 }
@@ -164,12 +165,12 @@ func TestResourcesListEveryCommittedRunAPageAtATime(t *testing.T) {
 // holds; raw lines show the exact bytes the server writes.
 func TestABadURIIsRefusedWithItsURIAsJSON(t *testing.T) {
 	is := is.New(t)
-	w := newWorld(t)
-	svc := w.service("--output-dir", "runs")
+	w := mcptest.NewWorld(t)
+	svc := w.Service("--output-dir", "runs")
 	cs := session(t, svc, context.Background())
-	is.Equal(callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digestOf(t, cs), "run_id": "r1"}).code(), "")
-	w.write(t, "runs/big/result.json", strings.Repeat(" ", evidence.MaxSavedBytes+1))
-	is.NoErr(w.fs.MkdirAll(wsRoot+"/runs/dir/result.json", 0o755))
+	is.Equal(mcptest.CallTool(t, cs, "analyze", map[string]any{"expected_source_digest": mcptest.DigestOf(t, cs), "run_id": "r1"}).Code(), "")
+	w.Write(t, "runs/big/result.json", strings.Repeat(" ", evidence.MaxSavedBytes+1))
+	is.NoErr(w.FS.MkdirAll(mcptest.WSRoot+"/runs/dir/result.json", 0o755))
 	uris := []string{
 		"", "file:///etc/passwd", "metricproof://runs/", "metricproof://runs/r1", "metricproof://runs/r1/",
 		"metricproof://runs/r1/notes.txt", "metricproof://runs/r1/attestation.json", "metricproof://runs/r2/result.json",
@@ -187,7 +188,7 @@ func TestABadURIIsRefusedWithItsURIAsJSON(t *testing.T) {
 		params, _ := json.Marshal(map[string]string{"uri": uri})
 		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":%s}`, i+1, params))
 	}
-	out := rawSession(t, svc, lines...)
+	out := mcptest.RawSession(t, svc, lines...)
 	for i, uri := range uris {
 		line := lineOf(t, out, i+1)
 		var m struct {
@@ -218,9 +219,9 @@ func TestABadURIIsRefusedWithItsURIAsJSON(t *testing.T) {
 // file of the same bytes within that bound is text.
 func TestAFileThatIsNotUTF8ComesBackAsABlobOfItsBytes(t *testing.T) {
 	is := is.New(t)
-	w := newWorld(t)
-	cs := session(t, w.service("--output-dir", "runs"), context.Background())
-	is.Equal(callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digestOf(t, cs), "run_id": "r1"}).code(), "")
+	w := mcptest.NewWorld(t)
+	cs := session(t, w.Service("--output-dir", "runs"), context.Background())
+	is.Equal(mcptest.CallTool(t, cs, "analyze", map[string]any{"expected_source_digest": mcptest.DigestOf(t, cs), "run_id": "r1"}).Code(), "")
 	for _, tt := range []struct {
 		data string
 		blob bool
@@ -235,7 +236,7 @@ func TestAFileThatIsNotUTF8ComesBackAsABlobOfItsBytes(t *testing.T) {
 		{strings.Repeat("\u2028", 100) + strings.Repeat("a", 299), true},  // six bytes for three: just past 1.5 times
 		{strings.Repeat("\u2028", 100) + strings.Repeat("a", 300), false}, // exactly 1.5 times
 	} {
-		w.write(t, "runs/r1/receipt.json", tt.data)
+		w.Write(t, "runs/r1/receipt.json", tt.data)
 		res, err := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "metricproof://runs/r1/receipt.json"})
 		is.NoErr(err)
 		c := res.Contents[0]
@@ -274,19 +275,19 @@ func (f failingFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File
 // A read that fails is -32603, with the URI, and no path in the message.
 func TestAReadThatFailsIsAnInternalError(t *testing.T) {
 	is := is.New(t)
-	w := newWorld(t)
-	cs := session(t, w.service("--output-dir", "runs"), context.Background())
-	is.Equal(callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digestOf(t, cs), "run_id": "r1"}).code(), "")
-	failing, err := memfs.New(failingFs{Fs: w.fs, fail: wsRoot + "/runs/r1/result.json"}, wsRoot)
+	w := mcptest.NewWorld(t)
+	cs := session(t, w.Service("--output-dir", "runs"), context.Background())
+	is.Equal(mcptest.CallTool(t, cs, "analyze", map[string]any{"expected_source_digest": mcptest.DigestOf(t, cs), "run_id": "r1"}).Code(), "")
+	failing, err := memfs.New(failingFs{Fs: w.FS, fail: mcptest.WSRoot + "/runs/r1/result.json"}, mcptest.WSRoot)
 	is.NoErr(err)
-	w.ws = failing
-	cs = session(t, w.service("--output-dir", "runs"), context.Background())
+	w.WS = failing
+	cs = session(t, w.Service("--output-dir", "runs"), context.Background())
 	_, err = cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "metricproof://runs/r1/result.json"})
 	var werr *jsonrpc.Error
 	is.True(errors.As(err, &werr))
 	is.Equal(werr.Code, int64(jsonrpc.CodeInternalError))
 	is.Equal(string(werr.Data), `{"uri":"metricproof://runs/r1/result.json"}`)
-	is.True(!strings.Contains(werr.Message, wsRoot)) // no absolute path
+	is.True(!strings.Contains(werr.Message, mcptest.WSRoot)) // no absolute path
 	_, err = cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "metricproof://runs/r1/receipt.json"})
 	is.NoErr(err) // the other files still read
 }
@@ -340,31 +341,31 @@ func combinatorsIn(v any) []string {
 // truncated, does not.
 func TestTheOutputSchemaStatesKAndTruncated(t *testing.T) {
 	is := is.New(t)
-	w := newWorld(t)
+	w := mcptest.NewWorld(t)
 	tools, err := mcp.Tools(2)
 	is.NoErr(err)
 	schemas := compileOutputSchemas(t, tools)
-	cs := session(t, w.service("--output-dir", "runs", "--list-limit", "2"), context.Background())
+	cs := session(t, w.Service("--output-dir", "runs", "--list-limit", "2"), context.Background())
 	for _, k := range []int{0, 1, 2, 1000} { // the answers of every K validate against its schema
 		tools, err := mcp.Tools(k)
 		is.NoErr(err)
 		own := compileOutputSchemas(t, tools)
-		kcs := session(t, newWorld(t).service("--output-dir", "runs", "--list-limit", fmt.Sprint(k)), context.Background())
+		kcs := session(t, mcptest.NewWorld(t).Service("--output-dir", "runs", "--list-limit", fmt.Sprint(k)), context.Background())
 		for _, c := range []struct {
 			tool string
 			args map[string]any
 		}{
 			{"inspect_inputs", nil},
-			{"analyze", map[string]any{"expected_source_digest": digestOf(t, kcs), "run_id": "r"}},
+			{"analyze", map[string]any{"expected_source_digest": mcptest.DigestOf(t, kcs), "run_id": "r"}},
 			{"verify_result", map[string]any{"run_id": "r"}},
-			{"analyze", map[string]any{"expected_source_digest": digestOf(t, kcs), "run_id": "r"}},
+			{"analyze", map[string]any{"expected_source_digest": mcptest.DigestOf(t, kcs), "run_id": "r"}},
 		} {
 			res, err := kcs.CallTool(context.Background(), &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
 			is.NoErr(err)
 			is.NoErr(validate(own[c.tool], res.Content[0].(*sdk.TextContent).Text)) // K, tool
 		}
 	}
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "analyze", Arguments: map[string]any{"expected_source_digest": digestOf(t, cs), "run_id": "k2"}})
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "analyze", Arguments: map[string]any{"expected_source_digest": mcptest.DigestOf(t, cs), "run_id": "k2"}})
 	is.NoErr(err)
 	text := res.Content[0].(*sdk.TextContent).Text
 	is.True(strings.HasSuffix(text, `"truncated":{"/result/revenue/contributions":5}}`))
@@ -449,44 +450,6 @@ func lineOf(t *testing.T, lines []string, id int) string {
 	return ""
 }
 
-func (w *world) write(t *testing.T, rel, data string) {
-	t.Helper()
-	p := path.Join(wsRoot, rel)
-	if err := w.fs.MkdirAll(path.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := afero.WriteFile(w.fs, p, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (w *world) read(t *testing.T, rel string) []byte {
-	t.Helper()
-	data, err := afero.ReadFile(w.fs, path.Join(wsRoot, rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-// tree is every path of the workspace with its content.
-func (w *world) tree(t *testing.T) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := afero.Walk(w.fs, wsRoot, func(p string, info fs.FileInfo, err error) error {
-		if err != nil || info.IsDir() {
-			return err
-		}
-		data, err := afero.ReadFile(w.fs, p)
-		out[p] = string(data)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // The served schemas keep to what a host's draft-07 validator knows (the
 // keywords contracts' own check allows, and propertyNames for truncated's
 // pointers), at every K.
@@ -542,19 +505,19 @@ func keywordsIn(v any, names bool) []string {
 // negotiated that revision; an older session's read has none.
 func TestAReadCarriesTheResultTypeOfItsRevision(t *testing.T) {
 	is := is.New(t)
-	w := newWorld(t)
-	svc := w.service("--output-dir", "runs")
+	w := mcptest.NewWorld(t)
+	svc := w.Service("--output-dir", "runs")
 	cs := session(t, svc, context.Background())
-	is.Equal(callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digestOf(t, cs), "run_id": "r1"}).code(), "")
+	is.Equal(mcptest.CallTool(t, cs, "analyze", map[string]any{"expected_source_digest": mcptest.DigestOf(t, cs), "run_id": "r1"}).Code(), "")
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
-	stateless := rawSession(t, svc,
+	stateless := mcptest.RawSession(t, svc,
 		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"metricproof://runs/r1/checksums.json",`+meta+`}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"resources/list","params":{`+meta+`}}`)
-	legacy := rawSession(t, svc,
+	legacy := mcptest.RawSession(t, svc,
 		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"metricproof://runs/r1/checksums.json"}}`)
-	want, err := w.fs.Open(wsRoot + "/runs/r1/checksums.json")
+	want, err := w.FS.Open(mcptest.WSRoot + "/runs/r1/checksums.json")
 	is.NoErr(err)
 	defer want.Close()
 	saved, err := io.ReadAll(want)
@@ -609,13 +572,13 @@ func (w watchedRuns) ReadRun(dir, runID string, names []string, limitBytes int64
 // has none.
 func TestAReadKeepsItsSlotUntilItsAnswerIsWritten(t *testing.T) {
 	is := is.New(t)
-	w := newWorld(t)
-	cs := session(t, w.service("--output-dir", "runs"), context.Background())
-	is.Equal(callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digestOf(t, cs), "run_id": "r1"}).code(), "")
+	w := mcptest.NewWorld(t)
+	cs := session(t, w.Service("--output-dir", "runs"), context.Background())
+	is.Equal(mcptest.CallTool(t, cs, "analyze", map[string]any{"expected_source_digest": mcptest.DigestOf(t, cs), "run_id": "r1"}).Code(), "")
 	reads := make(chan string, 2)
 	procs := runtime.GOMAXPROCS(1) // one compute slot
-	svc := w.serviceOver(func(o app.Options) (app.Ports, io.Closer, error) {
-		p, c, err := w.wire(o)
+	svc := w.ServiceOver(func(o app.Options) (app.Ports, io.Closer, error) {
+		p, c, err := w.Wire(o)
 		p.Evidence = watchedRuns{EvidenceStore: p.Evidence, reads: reads}
 		return p, c, err
 	}, "--output-dir", "runs")
@@ -625,7 +588,7 @@ func TestAReadKeepsItsSlotUntilItsAnswerIsWritten(t *testing.T) {
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		_ = mcp.ServeStdio(svc.calls, svc.listLimit, "test", inR, outW, context.Background())
+		_ = mcp.ServeStdio(svc.Calls, svc.ListLimit, "test", inR, outW, context.Background())
 		outW.Close()
 	}()
 	out := bufio.NewReader(outR)
@@ -667,11 +630,11 @@ func TestAReadKeepsItsSlotUntilItsAnswerIsWritten(t *testing.T) {
 // URI of another form, a read of a good file is still answered.
 func TestEveryReadGivesItsSlotBack(t *testing.T) {
 	is := is.New(t)
-	w := newWorld(t)
-	cs := session(t, w.service("--output-dir", "runs"), context.Background())
-	is.Equal(callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digestOf(t, cs), "run_id": "r1"}).code(), "")
+	w := mcptest.NewWorld(t)
+	cs := session(t, w.Service("--output-dir", "runs"), context.Background())
+	is.Equal(mcptest.CallTool(t, cs, "analyze", map[string]any{"expected_source_digest": mcptest.DigestOf(t, cs), "run_id": "r1"}).Code(), "")
 	procs := runtime.GOMAXPROCS(1) // one compute slot
-	svc := w.service("--output-dir", "runs")
+	svc := w.Service("--output-dir", "runs")
 	runtime.GOMAXPROCS(procs)
 	uris := []string{
 		"metricproof://runs/nope/result.json", "metricproof://runs/-x/result.json", "metricproof://runs/r1/notes.json",
@@ -686,7 +649,7 @@ func TestEveryReadGivesItsSlotBack(t *testing.T) {
 		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":%q}}`, i+1, uri))
 	}
 	done := make(chan []string, 1)
-	go func() { done <- rawSession(t, svc, lines...) }()
+	go func() { done <- mcptest.RawSession(t, svc, lines...) }()
 	var out []string
 	select {
 	case out = <-done:

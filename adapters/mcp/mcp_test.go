@@ -1,15 +1,12 @@
 package mcp_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,91 +17,19 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/afero"
 
-	"github.com/metricproof/metricproof/adapters/cli"
-	"github.com/metricproof/metricproof/adapters/keyfile"
 	"github.com/metricproof/metricproof/adapters/mcp"
-	"github.com/metricproof/metricproof/adapters/memfs"
-	"github.com/metricproof/metricproof/adapters/porttest"
-	"github.com/metricproof/metricproof/app"
+	"github.com/metricproof/metricproof/adapters/mcp/internal/mcptest"
 	"github.com/metricproof/metricproof/app/call"
 	"github.com/metricproof/metricproof/internal/testutil"
-	"github.com/metricproof/metricproof/ports"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden; review the diff before committing")
 
-// wsRoot is where the in-memory workspace lives.
-const wsRoot = "/operator/ws"
-
-// world is an in-memory workspace and the service over it.
-type world struct {
-	t      testing.TB
-	fs     afero.Fs
-	ws     *memfs.Workspace
-	cancel ports.Canceller // nil: the options' marker
-}
-
-func newWorld(t testing.TB) *world {
-	t.Helper()
-	fs := afero.NewMemMapFs()
-	for name, data := range testutil.Fixture(t) {
-		if err := fs.MkdirAll(path.Dir(path.Join(wsRoot, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := afero.WriteFile(fs, path.Join(wsRoot, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ws, err := memfs.New(fs, wsRoot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &world{t: t, fs: fs, ws: ws}
-}
-
-func (w *world) wire(o app.Options) (app.Ports, io.Closer, error) {
-	cancel := w.cancel
-	if cancel == nil {
-		cancel = w.ws.Marker(o.CancelFile)
-	}
-	return app.Ports{Sources: w.ws, Paths: w.ws, Evidence: w.ws, Ledger: w.ws, Cancel: cancel, Keys: keyfile.Reader{},
-		Clock:  porttest.FixedClock(time.Date(2026, 12, 1, 7, 30, 0, 0, time.UTC)),
-		Engine: porttest.FixedEngine{SHA256: strings.Repeat("e", 64), GoVersion: "go1.26.8"}}, nil, nil
-}
-
-// service is the call layer over a service opened with the options of
-// "tool-runner mcp" args, and the list limit they give.
-type service struct {
-	calls     *call.Calls
-	listLimit int
-}
-
-// service opens the app with the options of "tool-runner mcp" args.
-func (w *world) service(args ...string) service {
-	w.t.Helper()
-	return w.serviceOver(w.wire, args...)
-}
-
-// serviceOver is service over another composition of the ports.
-func (w *world) serviceOver(wire app.Wire, args ...string) service {
-	w.t.Helper()
-	o, _, e := cli.Parse(cli.MCP, append([]string{"--workspace", wsRoot}, args...))
-	if e != nil {
-		w.t.Fatal(e)
-	}
-	s, err := app.Open(o.Options, wire)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	w.t.Cleanup(func() { s.Close() })
-	return service{calls: call.New(s), listLimit: o.ListLimit}
-}
-
 // session connects an SDK client to the server of svc over the SDK's
 // in-memory transports.
-func session(t *testing.T, svc service, stop context.Context) *sdk.ClientSession {
+func session(t *testing.T, svc mcptest.Service, stop context.Context) *sdk.ClientSession {
 	t.Helper()
-	server, err := mcp.New(mcp.Config{Calls: svc.calls, Transport: call.Transport{Name: "mcp", ListLimit: svc.listLimit}, Version: "test", Stop: stop})
+	server, err := mcp.New(mcp.Config{Calls: svc.Calls, Transport: call.Transport{Name: "mcp", ListLimit: svc.ListLimit}, Version: "test", Stop: stop})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,117 +48,28 @@ func session(t *testing.T, svc service, stop context.Context) *sdk.ClientSession
 	return cs
 }
 
-// response is the §3 object of a tool result.
-type response struct {
-	RequestID string          `json:"request_id"`
-	OK        bool            `json:"ok"`
-	Status    string          `json:"status"`
-	Tool      string          `json:"tool"`
-	Result    json.RawMessage `json:"result"`
-	Error     *struct {
-		Code string `json:"code"`
-	} `json:"error"`
-	Artifacts map[string]string `json:"artifacts"`
-}
-
-func (r response) code() string {
-	if r.Error == nil {
-		return ""
-	}
-	return r.Error.Code
-}
-
-// callTool calls a tool and checks what every tool result must be: one
-// text block holding the same object as the structured content (then only
-// resource links), isError exactly when ok is false.
-func callTool(t *testing.T, cs *sdk.ClientSession, name string, args any) response {
-	t.Helper()
-	r, _ := callToolLinks(t, cs, name, args)
-	return r
-}
-
-// callToolLinks is callTool that also returns the resource links after
-// the text block.
-func callToolLinks(t *testing.T, cs *sdk.ClientSession, name string, args any) (response, []*sdk.ResourceLink) {
-	t.Helper()
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	if len(res.Content) == 0 {
-		t.Fatalf("%s: no content", name)
-	}
-	var links []*sdk.ResourceLink
-	for _, c := range res.Content[1:] {
-		link, ok := c.(*sdk.ResourceLink)
-		if !ok {
-			t.Fatalf("%s: content after the text is %T", name, c)
-		}
-		links = append(links, link)
-	}
-	text, ok := res.Content[0].(*sdk.TextContent)
-	if !ok {
-		t.Fatalf("%s: content is %T", name, res.Content[0])
-	}
-	var fromText, fromStructured any
-	if err := json.Unmarshal([]byte(text.Text), &fromText); err != nil {
-		t.Fatal(err)
-	}
-	structured, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(structured, &fromStructured); err != nil {
-		t.Fatal(err)
-	}
-	is.New(t).Equal(fromText, fromStructured) // one object, twice
-	var r response
-	if err := json.Unmarshal([]byte(text.Text), &r); err != nil {
-		t.Fatal(err)
-	}
-	if res.IsError == r.OK {
-		t.Fatalf("%s: isError %v with ok %v", name, res.IsError, r.OK)
-	}
-	if r.Tool != name || r.RequestID == "" {
-		t.Fatalf("%s: tool %q, request_id %q", name, r.Tool, r.RequestID)
-	}
-	return r, links
-}
-
-func digestOf(t *testing.T, cs *sdk.ClientSession) string {
-	t.Helper()
-	r := callTool(t, cs, "inspect_inputs", map[string]any{})
-	var res struct {
-		SourceDigest string `json:"source_digest"`
-	}
-	if err := json.Unmarshal(r.Result, &res); err != nil || res.SourceDigest == "" {
-		t.Fatalf("inspect failed: %+v", r)
-	}
-	return res.SourceDigest
-}
-
 // The tools of protocol §9 over the SDK's in-memory transports: inspect;
 // analyze with and without run_id (the call ID is the run ID, an assigned
 // one is time and 8 hex); verify of both; and the refusals an agent meets.
 func TestTheThreeToolsOverMCP(t *testing.T) {
 	is := is.New(t)
-	w := newWorld(t)
-	cs := session(t, w.service("--output-dir", "runs"), context.Background())
-	digest := digestOf(t, cs)
+	w := mcptest.NewWorld(t)
+	cs := session(t, w.Service("--output-dir", "runs"), context.Background())
+	digest := mcptest.DigestOf(t, cs)
 
-	named := callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digest, "run_id": "nightly-1"})
-	is.Equal(named.code(), "")
+	named := mcptest.CallTool(t, cs, "analyze", map[string]any{"expected_source_digest": digest, "run_id": "nightly-1"})
+	is.Equal(named.Code(), "")
 	is.Equal(named.RequestID, "nightly-1")
 	is.Equal(named.Artifacts["result"], "runs/nightly-1/result.json")
 
-	assigned := callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digest})
-	is.Equal(assigned.code(), "")
+	assigned := mcptest.CallTool(t, cs, "analyze", map[string]any{"expected_source_digest": digest})
+	is.Equal(assigned.Code(), "")
 	is.True(assignedID(assigned.RequestID)) // 20261201T073000Z-3f9a1c2e
 	is.Equal(assigned.Artifacts["result"], "runs/"+assigned.RequestID+"/result.json")
 
 	for _, run := range []string{"nightly-1", assigned.RequestID} {
-		v := callTool(t, cs, "verify_result", map[string]any{"run_id": run})
-		is.Equal(v.code(), "")
+		v := mcptest.CallTool(t, cs, "verify_result", map[string]any{"run_id": run})
+		is.Equal(v.Code(), "")
 		is.True(strings.Contains(string(v.Result), `"integrity":"verified"`))
 		is.True(assignedID(v.RequestID)) // verify's call ID is assigned
 	}
@@ -254,8 +90,8 @@ func TestTheThreeToolsOverMCP(t *testing.T) {
 		{"verify_result", map[string]any{}, "INVALID_ARGUMENTS"},
 	}
 	for _, tt := range tests {
-		r := callTool(t, cs, tt.tool, tt.args)
-		is.Equal(r.code(), tt.code) // each refusal its own code
+		r := mcptest.CallTool(t, cs, tt.tool, tt.args)
+		is.Equal(r.Code(), tt.code) // each refusal its own code
 	}
 }
 
@@ -297,13 +133,13 @@ func TestACancelledCallCommitsNothing(t *testing.T) {
 	for point := 1; point <= 3; point++ {
 		t.Run([]string{"", "before work", "before writes", "before the commit"}[point], func(t *testing.T) {
 			is := is.New(t)
-			w := newWorld(t)
-			plain := session(t, w.service("--output-dir", "runs"), context.Background())
-			digest := digestOf(t, plain)
+			w := mcptest.NewWorld(t)
+			plain := session(t, w.Service("--output-dir", "runs"), context.Background())
+			digest := mcptest.DigestOf(t, plain)
 
 			m := &heldMarker{n: point, reached: make(chan struct{})}
-			w.cancel = m
-			cs := session(t, w.service("--output-dir", "runs", "--ledger", "calls.jsonl"), context.Background())
+			w.Cancel = m
+			cs := session(t, w.Service("--output-dir", "runs", "--ledger", "calls.jsonl"), context.Background())
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
@@ -322,11 +158,11 @@ func TestACancelledCallCommitsNothing(t *testing.T) {
 			is.Equal(records[0]["status"], "cancelled")
 			is.Equal(records[0]["code"], "CANCELLED")
 			is.Equal(records[0]["run_id"], nil)
-			exists, err := afero.Exists(w.fs, wsRoot+"/runs/held")
+			exists, err := afero.Exists(w.FS, mcptest.WSRoot+"/runs/held")
 			is.NoErr(err)
 			is.True(!exists) // nothing committed
-			is.Equal(callTool(t, cs, "verify_result", map[string]any{"run_id": "held"}).code(), "MISSING_RESULT")
-			is.Equal(len(ledgerLines(t, w)), 2)
+			is.Equal(mcptest.CallTool(t, cs, "verify_result", map[string]any{"run_id": "held"}).Code(), "MISSING_RESULT")
+			is.Equal(len(mcptest.LedgerLines(t, w)), 2)
 		})
 	}
 }
@@ -334,11 +170,11 @@ func TestACancelledCallCommitsNothing(t *testing.T) {
 // waitForRecords waits until the in-memory ledger holds n records: a
 // cancelled call's record is appended after its client gave up. It is an
 // event to wait for, not a time to assert; the bound only stops a hang.
-func waitForRecords(t *testing.T, w *world, n int) []map[string]any {
+func waitForRecords(t *testing.T, w *mcptest.World, n int) []map[string]any {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if exists, _ := afero.Exists(w.fs, wsRoot+"/calls.jsonl"); exists {
-			if records := ledgerLines(t, w); len(records) >= n {
+		if exists, _ := afero.Exists(w.FS, mcptest.WSRoot+"/calls.jsonl"); exists {
+			if records := mcptest.LedgerLines(t, w); len(records) >= n {
 				return records
 			}
 		}
@@ -347,44 +183,26 @@ func waitForRecords(t *testing.T, w *world, n int) []map[string]any {
 	return nil
 }
 
-// ledgerLines decodes the in-memory ledger's records.
-func ledgerLines(t *testing.T, w *world) []map[string]any {
-	t.Helper()
-	data, err := afero.ReadFile(w.fs, wsRoot+"/calls.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var records []map[string]any
-	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-		var r map[string]any
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("ledger line %q: %v", line, err)
-		}
-		records = append(records, r)
-	}
-	return records
-}
-
 // A stop (SIGINT or SIGTERM) cancels the calls in flight: held at its
 // check, an analyze answers CANCELLED once the stop arrives.
 func TestAStopCancelsTheCallsInFlight(t *testing.T) {
 	is := is.New(t)
-	w := newWorld(t)
-	digest := digestOf(t, session(t, w.service("--output-dir", "runs"), context.Background()))
+	w := mcptest.NewWorld(t)
+	digest := mcptest.DigestOf(t, session(t, w.Service("--output-dir", "runs"), context.Background()))
 	m := &heldMarker{n: 2, reached: make(chan struct{})}
-	w.cancel = m
+	w.Cancel = m
 	stop, stopNow := context.WithCancel(context.Background())
-	cs := session(t, w.service("--output-dir", "runs"), stop)
-	got := make(chan response, 1)
+	cs := session(t, w.Service("--output-dir", "runs"), stop)
+	got := make(chan mcptest.Response, 1)
 	go func() {
-		got <- callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digest, "run_id": "stopped"})
+		got <- mcptest.CallTool(t, cs, "analyze", map[string]any{"expected_source_digest": digest, "run_id": "stopped"})
 	}()
 	<-m.reached
 	stopNow()
 	r := <-got
-	is.Equal(r.code(), "CANCELLED")
+	is.Equal(r.Code(), "CANCELLED")
 	is.Equal(r.Status, "cancelled")
-	exists, err := afero.Exists(w.fs, wsRoot+"/runs/stopped")
+	exists, err := afero.Exists(w.FS, mcptest.WSRoot+"/runs/stopped")
 	is.NoErr(err)
 	is.True(!exists)
 }
@@ -394,8 +212,8 @@ func TestAStopCancelsTheCallsInFlight(t *testing.T) {
 // then review.
 func TestToolsListMatchesTheGoldenFile(t *testing.T) {
 	is := is.New(t)
-	w := newWorld(t)
-	lines := rawSession(t, w.service("--output-dir", "runs"),
+	w := mcptest.NewWorld(t)
+	lines := mcptest.RawSession(t, w.Service("--output-dir", "runs"),
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
@@ -429,9 +247,9 @@ func TestToolsListMatchesTheGoldenFile(t *testing.T) {
 // tools never do and where the evidence is.
 func TestTheInstructionsComeWithInitializeAndDiscover(t *testing.T) {
 	is := is.New(t)
-	w := newWorld(t)
+	w := mcptest.NewWorld(t)
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
-	lines := rawSession(t, w.service("--output-dir", "runs"),
+	lines := mcptest.RawSession(t, w.Service("--output-dir", "runs"),
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{`+meta+`}}`,
 	)
@@ -464,37 +282,6 @@ func TestTheInstructionsComeWithInitializeAndDiscover(t *testing.T) {
 	is.Equal(string(first), wantCompact.String())
 }
 
-// rawSession runs the server of svc over its stdio stream, feeding it
-// lines and closing its input, and returns every line it wrote.
-func rawSession(t *testing.T, svc service, lines ...string) []string {
-	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		defer outW.Close()
-		if err := mcp.ServeStdio(svc.calls, svc.listLimit, "test", inR, outW, context.Background()); err != nil {
-			t.Errorf("the session did not start: %v", err)
-			_ = inR.CloseWithError(err) // the writer below stops too
-		}
-	}()
-	go func() {
-		for _, l := range lines {
-			_, _ = io.WriteString(inW, l+"\n")
-		}
-		inW.Close()
-	}()
-	var out []string
-	sc := bufio.NewScanner(outR)
-	sc.Buffer(nil, 32<<20)
-	for sc.Scan() {
-		out = append(out, sc.Text())
-	}
-	<-ended
-	return out
-}
-
 // resultOf returns the raw result of the response with the given id.
 func resultOf(t *testing.T, lines []string, id int) json.RawMessage {
 	t.Helper()
@@ -516,11 +303,11 @@ func resultOf(t *testing.T, lines []string, id int) json.RawMessage {
 // under its id, and the session goes on.
 func TestTheSDKsDepthLimitIsInvalidRequestUnderItsID(t *testing.T) {
 	is := is.New(t)
-	w := newWorld(t)
+	w := mcptest.NewWorld(t)
 	ping := func(id, levels int) string { // root, params, _meta, then arrays
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"_meta":{"x":%s%s}}}`, id, strings.Repeat("[", levels-3), strings.Repeat("]", levels-3))
 	}
-	out := rawSession(t, w.service(),
+	out := mcptest.RawSession(t, w.Service(),
 		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		ping(1, 1000), ping(2, 1001), `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
@@ -547,9 +334,9 @@ func TestTheSDKsDepthLimitIsInvalidRequestUnderItsID(t *testing.T) {
 // still answers -32602, and a ping carrying such arguments is still a ping.
 func TestArgumentsOverTheLimitAreAnsweredWithoutTheSDKHoldingThem(t *testing.T) {
 	is := is.New(t)
-	w := newWorld(t)
+	w := mcptest.NewWorld(t)
 	args := `{"x":"` + strings.Repeat("é", 70_000) + `"}` // 140 KB of 70,000 characters
-	out := rawSession(t, w.service("--output-dir", "runs", "--ledger", "calls.jsonl"),
+	out := mcptest.RawSession(t, w.Service("--output-dir", "runs", "--ledger", "calls.jsonl"),
 		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze","arguments":`+args+`}}`,
@@ -569,7 +356,7 @@ func TestArgumentsOverTheLimitAreAnsweredWithoutTheSDKHoldingThem(t *testing.T) 
 	is.True(assignedID(body.RequestID)) // a run_id inside arguments over the limit is not read
 	is.True(strings.Contains(lineOf(t, out, 2), `"code":-32602`))
 	is.True(strings.Contains(lineOf(t, out, 3), `"result":{}`))
-	recs := ledgerLines(t, w)
+	recs := mcptest.LedgerLines(t, w)
 	is.Equal(len(recs), 1) // the tool call, and nothing else
 	is.Equal(recs[0]["code"], "REQUEST_LIMIT")
 	is.Equal(recs[0]["request_id"], body.RequestID)

@@ -8,14 +8,8 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/metricproof/metricproof/adapters/mcp"
+	"github.com/metricproof/metricproof/adapters/mcp/internal/mcptest"
 )
-
-// readmeBuild is what Go records for README's build command from a clean
-// checkout: an engine an auditor can rebuild.
-func readmeBuild() map[string]string {
-	return map[string]string{"-buildmode": "exe", "-compiler": "gc", "-trimpath": "true", "CGO_ENABLED": "0",
-		"GOARCH": "amd64", "GOOS": "linux", "vcs": "git", "vcs.revision": strings.Repeat("a", 40), "vcs.modified": "false"}
-}
 
 // At start (protocol §9.1), an engine that cannot be rebuilt from its
 // receipts says so on standard error, one line naming each reason and what
@@ -23,12 +17,12 @@ func readmeBuild() map[string]string {
 // says nothing, and an option fault is its one line alone. Standard output
 // carries none of it.
 func TestAnEngineNoOneCanRebuildSaysSoAtStart(t *testing.T) {
-	unstamped := readmeBuild()
+	unstamped := mcptest.ReadmeBuild()
 	delete(unstamped, "vcs.revision")
 	delete(unstamped, "vcs.modified")
-	dirty := readmeBuild()
+	dirty := mcptest.ReadmeBuild()
 	dirty["vcs.modified"] = "true"
-	goRun := readmeBuild()
+	goRun := mcptest.ReadmeBuild()
 	delete(goRun, "-trimpath")
 	goRun["CGO_ENABLED"] = "1"
 	tests := []struct {
@@ -38,7 +32,7 @@ func TestAnEngineNoOneCanRebuildSaysSoAtStart(t *testing.T) {
 		reasons  []string // what the one line says, in order; none: nothing on stderr
 		code     string   // an option fault's code instead
 	}{
-		{"README's build", readmeBuild(), nil, nil, ""},
+		{"README's build", mcptest.ReadmeBuild(), nil, nil, ""},
 		{"no revision (GOFLAGS=-buildvcs=false, a git worktree)", unstamped, nil, []string{"no VCS revision", "-buildvcs=true"}, ""},
 		{"uncommitted changes", dirty, nil, []string{"uncommitted changes"}, ""},
 		{"go run", goRun, nil, []string{"-trimpath", "cgo"}, ""},
@@ -48,9 +42,9 @@ func TestAnEngineNoOneCanRebuildSaysSoAtStart(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			w := newWorld(t)
+			w := mcptest.NewWorld(t)
 			var stdout, stderr bytes.Buffer
-			s, exit := mcp.Open(append([]string{"--workspace", wsRoot}, tt.args...), &stdout, &stderr, w.wire, "test", tt.settings, nil)
+			s, exit := mcp.Open(append([]string{"--workspace", mcptest.WSRoot}, tt.args...), &stdout, &stderr, w.Wire, "test", tt.settings, nil)
 			if s != nil {
 				defer s.Close()
 			}

@@ -5,8 +5,8 @@
 // health, stop), on the SDK's Streamable HTTP handler, stateless: every
 // POST is a session of its own, so that any number of servers can stand
 // behind any load balancer. The composition root hands [Transport] to
-// mcp.Open. Its tests are adapters/mcp's, which run it beside the stdio
-// server on one workspace.
+// mcp.Open. Its tests run it beside the stdio server on one workspace,
+// over the harness they share with package mcp's (mcp/internal/mcptest).
 //
 // Between the front and the SDK sits httpMCP, which does for each POST
 // body what the stdio stream does for each line:

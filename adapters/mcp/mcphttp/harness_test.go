@@ -1,4 +1,4 @@
-package mcp_test
+package mcphttp_test
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/engine"
 	"github.com/metricproof/metricproof/adapters/mcp"
+	"github.com/metricproof/metricproof/adapters/mcp/internal/mcptest"
 	"github.com/metricproof/metricproof/adapters/mcp/mcphttp"
 	"github.com/metricproof/metricproof/adapters/oauth/oauthtest"
 	"github.com/metricproof/metricproof/app"
@@ -108,7 +109,7 @@ func startHTTP(t *testing.T, s httpSetup) *httpServer {
 		args = append(args, "--auth-issuer", iss.URL, "--auth-audience", resource)
 	}
 	var stdout bytes.Buffer
-	srv, code := mcp.Open(append(args, s.args...), &stdout, h.stderr, wired, "test", readmeBuild(), mcphttp.Transport{})
+	srv, code := mcp.Open(append(args, s.args...), &stdout, h.stderr, wired, "test", mcptest.ReadmeBuild(), mcphttp.Transport{})
 	if srv == nil {
 		t.Fatalf("open: exit %d: %s", code, h.stderr.String())
 	}

@@ -1,4 +1,4 @@
-package mcp_test
+package mcphttp_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/spf13/afero"
 
+	"github.com/metricproof/metricproof/adapters/mcp/internal/mcptest"
 	"github.com/metricproof/metricproof/adapters/mcp/mcphttp"
 )
 
@@ -61,12 +62,12 @@ func recordOf(r map[string]any) [3]any {
 const initialize = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 
 // stdioRecords is the in-memory ledger's records; none before the first.
-func stdioRecords(t *testing.T, w *world) []map[string]any {
+func stdioRecords(t *testing.T, w *mcptest.World) []map[string]any {
 	t.Helper()
-	if exists, _ := afero.Exists(w.fs, wsRoot+"/calls.jsonl"); !exists {
+	if exists, _ := afero.Exists(w.FS, mcptest.WSRoot+"/calls.jsonl"); !exists {
 		return nil
 	}
-	return ledgerLines(t, w)
+	return mcptest.LedgerLines(t, w)
 }
 
 // Every rule of protocol §9 holds per request over HTTP: a POST body gets
@@ -77,8 +78,8 @@ func stdioRecords(t *testing.T, w *world) []map[string]any {
 func TestHTTPAnswersEachBodyAsStdioAnswersTheSameLine(t *testing.T) {
 	h := startHTTP(t, httpSetup{})
 	token := h.token(t, scopeBoth)
-	w := newWorld(t)
-	svc := w.service("--output-dir", "runs", "--ledger", "calls.jsonl")
+	w := mcptest.NewWorld(t)
+	svc := w.Service("--output-dir", "runs", "--ledger", "calls.jsonl")
 	list := func(extra string) string { return `{"jsonrpc":"2.0","id":7` + extra + `,"method":"tools/list"}` }
 	tests := []struct {
 		name, body string
@@ -115,7 +116,7 @@ func TestHTTPAnswersEachBodyAsStdioAnswersTheSameLine(t *testing.T) {
 			is := is.New(t)
 			stdioBefore, httpBefore := len(stdioRecords(t, w)), len(h.records(t))
 			var stdio []string
-			for _, l := range rawSession(t, svc, initialize, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, tt.body) {
+			for _, l := range mcptest.RawSession(t, svc, initialize, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, tt.body) {
 				if !strings.HasPrefix(l, `{"jsonrpc":"2.0","id":0,"result"`) {
 					stdio = append(stdio, l)
 				}
@@ -203,9 +204,9 @@ func TestHTTPAReadTokenNeverRunsAnalyzeWhateverTheFraming(t *testing.T) {
 // refuse gets, from the handler alone, the JSON-RPC error a stdio line of
 // the same bytes gets, with status 400.
 func TestHTTPWithoutTheFrontEachBodyIsChecked(t *testing.T) {
-	w := newWorld(t)
-	svc := w.service()
-	handler, err := mcphttp.NewHandler(svc.calls, svc.listLimit)
+	w := mcptest.NewWorld(t)
+	svc := w.Service()
+	handler, err := mcphttp.NewHandler(svc.Calls, svc.ListLimit)
 	if err != nil {
 		t.Fatal(err)
 	}

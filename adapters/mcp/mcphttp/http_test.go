@@ -1,4 +1,4 @@
-package mcp_test
+package mcphttp_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/engine"
 	"github.com/metricproof/metricproof/adapters/mcp"
+	"github.com/metricproof/metricproof/adapters/mcp/internal/mcptest"
 	"github.com/metricproof/metricproof/adapters/mcp/mcphttp"
 	"github.com/metricproof/metricproof/adapters/oauth/oauthtest"
 	"github.com/metricproof/metricproof/app/call"
@@ -43,10 +44,10 @@ func TestAFlowOverHTTPIsRecordedWithWhoCalled(t *testing.T) {
 					token = h.token(t, scopeBoth)
 				}
 				cs := h.session(t, version, token)
-				digest := digestOf(t, cs)
-				run := callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digest, "run_id": "r1"})
-				is.Equal(run.code(), "")
-				is.Equal(callTool(t, cs, "verify_result", map[string]any{"run_id": "r1"}).code(), "")
+				digest := mcptest.DigestOf(t, cs)
+				run := mcptest.CallTool(t, cs, "analyze", map[string]any{"expected_source_digest": digest, "run_id": "r1"})
+				is.Equal(run.Code(), "")
+				is.Equal(mcptest.CallTool(t, cs, "verify_result", map[string]any{"run_id": "r1"}).Code(), "")
 				read, err := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "metricproof://runs/r1/result.json"})
 				is.NoErr(err)
 				onDisk, err := os.ReadFile(filepath.Join(h.ws, "runs", "r1", "result.json"))
@@ -128,7 +129,7 @@ func TestHTTPOptionFaultsStopTheServerAtStart(t *testing.T) {
 				args = append([]string{"--workspace", ws}, args...)
 			}
 			var stdout, stderr bytes.Buffer
-			srv, code := mcp.Open(args, &stdout, &stderr, wire.Real(engine.New()), "test", readmeBuild(), mcphttp.Transport{})
+			srv, code := mcp.Open(args, &stdout, &stderr, wire.Real(engine.New()), "test", mcptest.ReadmeBuild(), mcphttp.Transport{})
 			is.True(srv == nil)
 			is.Equal(code, 2)
 			is.Equal(stdout.String(), "")
@@ -201,7 +202,7 @@ func TestHTTPRefusesEveryBadTokenAndRecordsNothing(t *testing.T) {
 // it: a name that differs only in case is another member.
 func TestHTTPScopesArePerTool(t *testing.T) {
 	h := startHTTP(t, httpSetup{})
-	digest := digestOf(t, h.session(t, stateless, h.token(t, scopeBoth)))
+	digest := mcptest.DigestOf(t, h.session(t, stateless, h.token(t, scopeBoth)))
 	h.post(t, exchange{token: h.token(t, scopeBoth), body: toolCall(9, handshake, "analyze", `{"expected_source_digest":"`+digest+`","run_id":"r1"}`)})
 	before := len(h.records(t))
 	analyze := `{"expected_source_digest":"` + digest + `"}`
@@ -550,8 +551,8 @@ func TestHTTPServersOfOneOutputDirectoryShareCursors(t *testing.T) {
 	is := is.New(t)
 	a := startHTTP(t, httpSetup{noAuth: true})
 	cs := a.session(t, handshake, "")
-	digest := digestOf(t, cs)
-	is.Equal(callTool(t, cs, "analyze", map[string]any{"expected_source_digest": digest, "run_id": "run-000"}).code(), "")
+	digest := mcptest.DigestOf(t, cs)
+	is.Equal(mcptest.CallTool(t, cs, "analyze", map[string]any{"expected_source_digest": digest, "run_id": "run-000"}).Code(), "")
 	for i := 1; i <= mcp.RunsPerPage; i++ { // 101 runs: two pages
 		is.NoErr(os.CopyFS(filepath.Join(a.ws, "runs", fmt.Sprintf("run-%03d", i)), os.DirFS(filepath.Join(a.ws, "runs", "run-000"))))
 	}
@@ -599,7 +600,7 @@ func TestHTTPServerNamesThePortsItNeeds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			var stdout, stderr bytes.Buffer
-			srv, code := mcp.Open(append([]string{"--workspace", ws}, tt.args...), &stdout, &stderr, wire.Real(engine.New()), "test", readmeBuild(), mcphttp.Transport{})
+			srv, code := mcp.Open(append([]string{"--workspace", ws}, tt.args...), &stdout, &stderr, wire.Real(engine.New()), "test", mcptest.ReadmeBuild(), mcphttp.Transport{})
 			is.Equal(code, 0)
 			defer srv.Close()
 			bind, connect := srv.Network()

@@ -1,4 +1,4 @@
-package mcp_test
+package mcphttp_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/metricproof/metricproof/adapters/mcp/internal/mcptest"
 	"github.com/metricproof/metricproof/adapters/mcp/mcphttp"
 	"github.com/metricproof/metricproof/adapters/remote"
 )
@@ -48,8 +49,8 @@ func FuzzTheScopeIsDecidedOnTheToolTheSDKRuns(f *testing.F) {
 			})
 	}
 	handler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, remote.StreamableOptions())
-	w := newWorld(f)
-	svc := w.service()
+	w := mcptest.NewWorld(f)
+	svc := w.Service()
 	f.Fuzz(func(t *testing.T, body string, newest bool) {
 		reading, refusal := mcphttp.Read([]byte(body))
 		method, tool := reading.Method, reading.Tool
@@ -58,7 +59,7 @@ func FuzzTheScopeIsDecidedOnTheToolTheSDKRuns(f *testing.F) {
 				return // blank, which stdio skips; or not one stdio line as it is
 			}
 			var answers []string
-			for _, l := range rawSession(t, svc, initialize, body) {
+			for _, l := range mcptest.RawSession(t, svc, initialize, body) {
 				if !strings.HasPrefix(l, `{"jsonrpc":"2.0","id":0,"result"`) {
 					answers = append(answers, l)
 				}
