@@ -269,7 +269,7 @@ func (a *audit) resultBound() error {
 }
 
 // signatureValid: the run is signed by the receipt's signer, or by the
-// trusted key (checkSignature).
+// trusted key (evidence.CheckSignature).
 func (a *audit) signatureValid() error {
 	return evidence.CheckSignature(a.runID, a.parsedReceipt.Signer, a.receipt, a.result, a.attestation, a.s.trustedKey)
 }

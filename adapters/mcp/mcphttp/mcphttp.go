@@ -173,7 +173,7 @@ func jsonBody(r *http.Request) bool {
 
 // scopeOf is the scope a message needs (protocol §14): metricproof:run
 // for a tools/call of analyze, metricproof:read for anything else, given
-// the method and tool readBody read (a body it refuses has no scope: it
+// the method and tool Read read (a body it refuses has no scope: it
 // is answered before).
 func scopeOf(method, tool string) string {
 	if method == "tools/call" && tool == protocol.ToolAnalyze {
