@@ -225,7 +225,7 @@ func check(top, pkg, imp string) error {
 		if top == "checker" && target == "app" && imp != module+"/app/protocol" {
 			return fmt.Errorf("%s imports %s: the checker imports only app/protocol of the app", pkg, imp)
 		}
-		if imp == messagePackage && !strings.HasPrefix(pkg, module+"/adapters/mcp") {
+		if imp == messagePackage && pkg != module+"/adapters/mcp" && !strings.HasPrefix(pkg, module+"/adapters/mcp/") {
 			return fmt.Errorf("%s imports %s: only the MCP server runs its checker", pkg, imp)
 		}
 		if top == "helpers" && target == "app" && !slices.Contains(purePackages(), imp) && !slices.Contains(helperPackages(), imp) {

@@ -12,7 +12,7 @@
 // body what the stdio stream does for each line:
 //
 //   - The checker of protocol §9.7 (package message) reads the body once:
-//     the front runs it (Read, its Options.Read) to decide the scope on
+//     the front runs it (read, its Options.Read) to decide the scope on
 //     the method and tool the SDK will run, answers a refusal (the
 //     JSON-RPC error as the body, status 400; a blank body is -32700), and
 //     hands the facts on; not behind the front, httpMCP runs it itself.
@@ -96,9 +96,9 @@ func newHTTPMCP(calls *call.Calls, listLimit int, version string, cursorKey []by
 	}, nil
 }
 
-// NewHandler is the handler of /mcp over calls without the front, which
-// checks each body itself: for tests and benchmarks in this process.
-func NewHandler(calls *call.Calls, listLimit int) (http.Handler, error) {
+// newHandler is the handler of /mcp over calls without the front, which
+// checks each body itself: for tests in this process (export_test.go).
+func newHandler(calls *call.Calls, listLimit int) (http.Handler, error) {
 	return newHTTPMCP(calls, listLimit, "test", nil)
 }
 
@@ -132,7 +132,7 @@ func (h *httpMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.sdk.ServeHTTP(w, r)
 }
 
-// checked is the facts of a POST body: as the front read them (Read),
+// checked is the facts of a POST body: as the front read them (read),
 // or, not behind the front, read and checked here, a refusal answered.
 func checked(w http.ResponseWriter, r *http.Request) (message.Facts, bool) {
 	if v, ok := remote.Checked(r); ok {
@@ -153,13 +153,13 @@ func checked(w http.ResponseWriter, r *http.Request) (message.Facts, bool) {
 	return m, true
 }
 
-// Read is the front's reading of a POST body (remote.Options.Read):
+// read is the front's reading of a POST body (remote.Options.Read):
 // the checker's, so that the scope is decided on the method and tool the
 // SDK will run, and a body the SDK could read two ways (a batch, a member
 // name twice outside the arguments, a string that is not Unicode there) is
 // refused before it, with the JSON-RPC error a stdio line of the same bytes
 // gets. Its facts go on with the request to ServeHTTP: one check a body.
-func Read(body []byte) (remote.Reading, []byte) {
+func read(body []byte) (remote.Reading, []byte) {
 	m, refusal := message.CheckBody(body)
 	return remote.Reading{Method: m.Method, Tool: m.Tool, Checked: m}, refusal
 }
@@ -173,7 +173,7 @@ func jsonBody(r *http.Request) bool {
 
 // scopeOf is the scope a message needs (protocol §14): metricproof:run
 // for a tools/call of analyze, metricproof:read for anything else, given
-// the method and tool Read read (a body it refuses has no scope: it
+// the method and tool read read (a body it refuses has no scope: it
 // is answered before).
 func scopeOf(method, tool string) string {
 	if method == "tools/call" && tool == protocol.ToolAnalyze {
@@ -320,7 +320,7 @@ func (Transport) Open(opts cli.Options, svc *app.Service, version string, stderr
 	}
 	s := &server{svc: svc, stderr: stderr, cancelCalls: handler.cancelCalls}
 	o := frontOptions(h)
-	o.MCP, o.Stderr, o.CancelCalls, o.Ready, o.Read = handler, stderr, handler.cancelCalls, s.ready, Read
+	o.MCP, o.Stderr, o.CancelCalls, o.Ready, o.Read = handler, stderr, handler.cancelCalls, s.ready, read
 	if o.Auth != nil {
 		v, err := oauth.New(context.Background(), oauth.Config{Issuer: h.AuthIssuer, Audience: h.AuthAudience, JWKSFile: h.AuthJWKS,
 			AllowHTTP: remote.Loopback(h.Addr), Clock: serviceClock{svc}})
