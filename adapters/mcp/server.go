@@ -49,10 +49,12 @@ func (unwritten) Caller() ledger.Caller    { return ledger.Caller{} }
 
 // Config is what a server needs of its transport and its process.
 type Config struct {
+	// Calls is the call layer the tools and reads go through.
 	Calls *call.Calls
 	// Transport names the transport in the records, and holds K.
 	Transport call.Transport
-	Version   string
+	// Version is the module version the server announces.
+	Version string
 	// Stop cancels every call in flight when it is done.
 	Stop context.Context
 	// Carrier is the connection's; nil for none (a slot goes back as its
