@@ -2,8 +2,10 @@ package mcphttp_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/metricproof/metricproof/adapters/mcp/internal/mcptest"
 	"github.com/metricproof/metricproof/adapters/mcp/mcphttp"
+	"github.com/metricproof/metricproof/adapters/remote"
 )
 
 // answer is what a client learns from one JSON-RPC answer: the error's
@@ -236,4 +239,34 @@ func TestHTTPWithoutTheFrontEachBodyIsChecked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Behind the front, the handler serves the body the front checked (its
+// reading goes on with the request), not a reading of its own: a front
+// whose reader reads another body than the one sent gets that other
+// body's answer. Were the body checked again here, the answer would be
+// the sent one's.
+func TestHTTPBehindTheFrontTheBodyIsCheckedOnce(t *testing.T) {
+	is := is.New(t)
+	w := mcptest.NewWorld(t)
+	svc := w.Service()
+	handler, err := mcphttp.NewHandler(svc.Calls, svc.ListLimit)
+	is.NoErr(err)
+	front, err := remote.Listen(remote.Options{Addr: "127.0.0.1:0", MCP: handler, Stderr: io.Discard,
+		Read: func([]byte) (remote.Reading, []byte) {
+			return mcphttp.Read([]byte(`{"jsonrpc":"2.0","id":7,"method":"ping"}`))
+		}})
+	is.NoErr(err)
+	defer front.Close()
+	u, err := url.Parse(front.URL())
+	is.NoErr(err)
+	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Host = u.Host
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	rec := httptest.NewRecorder()
+	front.ServeHTTP(rec, req)
+	is.Equal(rec.Code, http.StatusOK)
+	is.True(strings.Contains(rec.Body.String(), `"id":7`))  // the checked body's answer
+	is.True(!strings.Contains(rec.Body.String(), `"id":1`)) // not the sent one's
 }
