@@ -288,6 +288,7 @@ func TestThe257thOpenRequestIs503(t *testing.T) {
 	for _, s := range sessions {
 		s.Close()
 	}
+	f.settle()
 	res = post(t, f, map[string]string{"Authorization": "Bearer " + token}, strings.NewReader(initialize), int64(len(initialize)))
 	is.Equal(res.StatusCode, http.StatusOK) // the slots were given back
 }
@@ -431,6 +432,7 @@ func TestTheBodiesHeldAtOnceAreBounded(t *testing.T) {
 	is.Equal(res.StatusCode, http.StatusServiceUnavailable)
 	f.toy.releaseAll()
 	is.NoErr(<-done)
+	f.settle()
 	res = post(t, f, nil, strings.NewReader(body), int64(len(body)))
 	is.Equal(res.StatusCode, http.StatusOK) // given back
 	res = post(t, f, nil, io.MultiReader(strings.NewReader(body)), -1)

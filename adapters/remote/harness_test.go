@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -188,6 +189,15 @@ func start(t *testing.T, noAuth bool, change func(*remote.Options)) *fixture {
 		}
 	})
 	return f
+}
+
+// settle waits until the server holds no request and no body's bytes:
+// a client has its answer a moment before the handler that wrote it
+// gives back its slot and its bytes.
+func (f *fixture) settle() {
+	for !f.srv.Idle() {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // releaseAll releases every call of "block", now and later.
