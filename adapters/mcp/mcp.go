@@ -83,8 +83,10 @@ type Server struct {
 type HTTP interface {
 	// Check checks the HTTP options before the workspace is opened.
 	Check(o cli.HTTP) error
-	// Open binds the server over HTTP for an opened service; its errors
-	// are coded (INVALID_OPTIONS).
+	// Open binds the server over HTTP for an opened service. A fault of
+	// the operator's options (the address, the issuer) is coded
+	// INVALID_OPTIONS; any other (served schemas that do not load: a
+	// broken build) is left uncoded, and so is answered INTERNAL_ERROR.
 	Open(o cli.Options, svc *app.Service, version string, stderr io.Writer) (Remote, error)
 }
 

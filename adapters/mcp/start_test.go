@@ -38,6 +38,7 @@ func TestAnEngineNoOneCanRebuildSaysSoAtStart(t *testing.T) {
 		{"go run", goRun, nil, []string{"-trimpath", "cgo"}, ""},
 		{"no build information", map[string]string{}, nil, []string{"no build information"}, ""},
 		{"an option fault", unstamped, []string{"--list-limit", "x"}, nil, "INVALID_OPTIONS"},
+		{"--http with no HTTP transport given to Open", unstamped, []string{"--http", "127.0.0.1:0"}, nil, "INVALID_OPTIONS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
