@@ -109,7 +109,7 @@ func ledgerReadFault(err error) *protocol.Error {
 	case errors.Is(err, ports.ErrNotRegular):
 		return protocol.Errorf(protocol.InvalidOutput, "the ledger exists and is not a regular file; give --ledger a regular file, or a new name in an existing directory")
 	}
-	if e := lockFault(err, lockWait{"this call", "for a shared lock on the ledger, to read its last record", "nothing was run", true}); e != nil {
+	if e := lockFault(err, lockWait{who: "this call", forWhat: "for a shared lock on the ledger, to read its last record", leaves: "nothing was run", retry: true}); e != nil {
 		return e
 	}
 	if errors.Is(err, ports.ErrNoBucket) {
@@ -154,7 +154,7 @@ func (s *Service) holdLedger(ctx context.Context, hold *LedgerHold) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return protocol.Errorf(protocol.Cancelled, "the call was cancelled while it waited for another process's lock on the ledger before its commit; nothing was committed, and the call was not recorded (recording it would mean waiting for that lock)")
 	}
-	if e := lockFault(err, lockWait{"this analyze", "for the ledger's lock before its commit", "nothing was committed, and the call was not recorded", true}); e != nil {
+	if e := lockFault(err, lockWait{who: "this analyze", forWhat: "for the ledger's lock before its commit", leaves: "nothing was committed, and the call was not recorded", retry: true}); e != nil {
 		return e
 	}
 	if errors.Is(err, ports.ErrNotRegular) {
@@ -249,7 +249,7 @@ func appendFault(err error) *protocol.Error {
 	if errors.As(err, &coded) {
 		return coded
 	}
-	if e := lockFault(err, lockWait{"this call", "for the ledger's lock, to record itself", "so this call was not recorded", false}); e != nil {
+	if e := lockFault(err, lockWait{who: "this call", forWhat: "for the ledger's lock, to record itself", leaves: "so this call was not recorded"}); e != nil {
 		return e
 	}
 	if errors.Is(err, ports.ErrTornRemains) {
