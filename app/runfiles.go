@@ -19,9 +19,11 @@ import (
 // nothing.
 
 // ReadRunFile returns the exact bytes of the file name of the committed
-// run runID, after the checks verify_result makes to read a run (the run
-// a directory, the file a regular file within the limit, neither a
-// symlink).
+// run runID, after the checks verify_result makes to read a run: runID in
+// the ID grammar, name one of ports.RunFileNames, the run a directory
+// inside the output directory (not a symlink), the file a regular file
+// there (not a symlink) of at most evidence.MaxSavedBytes. It writes
+// nothing, and is no tool call: it is not recorded.
 //
 // MISSING_RESULT means there is no such file to read: the run ID or the
 // name is not one, there is no output directory or run or file, or the
