@@ -397,6 +397,7 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", messagePackage, "net/http"},
 		{"adapters", module + "/adapters/stdio", messagePackage},
 		{"adapters", module + "/adapters/remote", messagePackage},
+		{"adapters", module + "/adapters/mcpx", messagePackage}, // a name that only begins like adapters/mcp (refused today by "adapters never import each other" too)
 		{"adapters", module + "/adapters/mcp", module + "/adapters/remote"},
 		{"adapters", module + "/adapters/mcp", module + "/adapters/oauth"},
 		{"adapters", module + "/adapters/stdio", module + "/adapters/mcp"},
@@ -430,6 +431,8 @@ func TestTheLayerTableRefusesWrongImports(t *testing.T) {
 		{"adapters", module + "/adapters/mcp", module + "/contracts"},
 		{"adapters", module + "/adapters/mcp", "github.com/modelcontextprotocol/go-sdk/mcp"},
 		{"adapters", module + "/adapters/mcp", "github.com/go-json-experiment/json/jsontext"},
+		{"adapters", module + "/adapters/mcp", messagePackage},
+		{"adapters", mcphttpPackage, messagePackage},
 		{"app", module + "/app", module + "/app/attest"},
 		{"app", module + "/app/call", module + "/app"},
 		{"app", module + "/app/evidence", module + "/app/attest"},
