@@ -200,11 +200,12 @@ func TestARecordThatArrivesLateNeverForksTheChain(t *testing.T) {
 	release := make(chan struct{})
 	landed := make(chan struct{})
 	var once sync.Once
+	var heldOne atomic.Bool
 	target := srv.Endpoint
 	hold := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		held := false
 		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/00000000000000000002.json") {
-			once.Do(func() { held = true })
+			once.Do(func() { held = true; heldOne.Store(true) })
 		}
 		if !held {
 			proxyTo(t, target, w, r)
@@ -239,6 +240,11 @@ func TestARecordThatArrivesLateNeverForksTheChain(t *testing.T) {
 		outcome[id] = appendRec(direct, id)
 	}
 	close(release)
+	if !heldOne.Load() {
+		// Each of the slow store's requests has 300 ms; one before its
+		// write ran out, so there is no late write to wait for.
+		t.Fatal("the slow store never reached its write of record 2 (a request before it ran out of time: a very busy machine); run again")
+	}
 	<-landed
 	is.NoErr(appendRec(direct, "last")) // the ledger takes records after the late write
 	outcome["last"] = nil
