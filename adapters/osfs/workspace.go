@@ -246,13 +246,16 @@ func (e *fileInTheWay) Error() string { return "a file stands where the path goe
 // once a component does not exist the rest is taken as written. A file
 // where the path goes on is a *fileInTheWay, as the kernel's ENOTDIR.
 func resolveAbs(p string) (string, error) {
-	todo := split(p)
+	todo := components(p)
 	var done []string
 	virtual := 0 // trailing components of done that do not exist
 	hops := 0
 	for len(todo) > 0 {
 		part := todo[0]
 		todo = todo[1:]
+		if part == "." {
+			continue // what it asked of the component before it is checked
+		}
 		if part == ".." {
 			if len(done) > 0 {
 				done = done[:len(done)-1]
@@ -285,7 +288,7 @@ func resolveAbs(p string) (string, error) {
 			if filepath.IsAbs(target) {
 				done = nil
 			}
-			todo = append(split(target), todo...)
+			todo = append(components(target), todo...)
 		case !fi.IsDir() && len(todo) > 0:
 			// Nothing lies below a file, and the kernel does not step
 			// back from one with "..": ENOTDIR, as walk answers.
@@ -302,22 +305,25 @@ func resolveAbs(p string) (string, error) {
 // rest of it goes to relate, which resolves it over the whole filesystem
 // and says whether it ends inside.
 func (w *Workspace) walk(rel string) (ports.Location, error) {
-	todo := split(rel)
+	todo := components(rel)
 	var done []string
 	virtual := 0 // how many trailing components of done do not exist
 	hops := 0
 	for len(todo) > 0 {
 		part := todo[0]
 		todo = todo[1:]
+		if part == "." {
+			continue // what it asked of the component before it is checked
+		}
 		if part == ".." {
 			if len(done) == 0 {
 				// Above the workspace: only the whole filesystem can tell
 				// whether the rest of the path comes back in.
-				r, err := w.relate(filepath.Dir(w.real) + "/" + unresolved(todo))
+				r, err := w.relate(beneath(filepath.Dir(w.real), todo))
 				if err != nil {
 					return ports.Location{}, err
 				}
-				todo, done, virtual = split(r), nil, 0
+				todo, done, virtual = components(r), nil, 0
 				continue
 			}
 			done = done[:len(done)-1]
@@ -352,14 +358,14 @@ func (w *Workspace) walk(rel string) (ports.Location, error) {
 				// root and goes on with the rest of the path from there, so
 				// containment is judged on where the whole path leads, not
 				// on the link's target alone (upabs/ws/runs may come back).
-				r, err := w.relate(target + "/" + unresolved(todo))
+				r, err := w.relate(beneath(target, todo))
 				if err != nil {
 					return ports.Location{}, err
 				}
-				todo, done = split(r), nil
+				todo, done = components(r), nil
 				continue
 			}
-			todo = append(split(target), todo...)
+			todo = append(components(target), todo...)
 			continue
 		}
 		if !fi.IsDir() && len(todo) > 0 {
@@ -379,13 +385,35 @@ func (w *Workspace) walk(rel string) (ports.Location, error) {
 	return loc, nil
 }
 
-// unresolved writes the components still to resolve back as a path,
-// without cleaning it: path.Join would drop link/.. lexically, which is
-// not where the kernel goes.
-func unresolved(todo []string) string {
-	return strings.Join(todo, "/")
+// beneath writes the components still to resolve back as a path below
+// dir, without cleaning it: path.Join would drop link/.. lexically, which
+// is not where the kernel goes. With none left it is dir as it stands (a
+// slash after it would ask it to be a directory).
+func beneath(dir string, todo []string) string {
+	if len(todo) == 0 {
+		return dir
+	}
+	return dir + "/" + strings.Join(todo, "/")
 }
 
+// components splits a path to resolve as the kernel does: a "." or an
+// empty component (a trailing or doubled slash) after a name is kept as
+// one ".", since it asks that name to be a directory ("file/." and
+// "file/" are ENOTDIR), which the resolver checks while more is to come.
+func components(p string) []string {
+	var parts []string
+	for _, s := range strings.Split(filepath.ToSlash(p), "/") {
+		switch {
+		case s != "" && s != ".":
+			parts = append(parts, s)
+		case len(parts) > 0 && parts[len(parts)-1] != ".":
+			parts = append(parts, ".")
+		}
+	}
+	return parts
+}
+
+// split splits a path into its names, without "." or empty components.
 func split(p string) []string {
 	var parts []string
 	for _, s := range strings.Split(filepath.ToSlash(p), "/") {
