@@ -105,7 +105,9 @@ func (w *Workspace) Resolve(p string) (ports.Location, error) {
 	if !strings.HasPrefix(p, "/") {
 		abs = w.root + "/" + p
 	}
-	// Without symlinks, cleaning is exact: ".." may climb out and come back.
+	// Without symlinks, cleaning is exact for where the path ends: ".." may
+	// climb out and come back. What it drops, a file with more after it,
+	// fileInTheWay checks.
 	rootParts, all := split(w.root), split(path.Clean(abs))
 	if len(all) < len(rootParts) || !slices.Equal(all[:len(rootParts)], rootParts) {
 		return ports.Location{}, ports.ErrOutside
@@ -115,18 +117,8 @@ func (w *Workspace) Resolve(p string) (ports.Location, error) {
 	if len(parts) > 0 {
 		rel = path.Join(parts...)
 	}
-	// A file in the middle of the path means it cannot exist.
-	for i := 1; i < len(parts); i++ {
-		fi, err := w.fs.Stat(w.abs(path.Join(parts[:i]...)))
-		if errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		if err != nil {
-			return ports.Location{}, err
-		}
-		if !fi.IsDir() {
-			return ports.Location{}, ports.ErrNotDir
-		}
+	if err := w.fileInTheWay(abs); err != nil {
+		return ports.Location{}, err
 	}
 	fi, err := w.fs.Stat(w.abs(rel))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -136,6 +128,34 @@ func (w *Workspace) Resolve(p string) (ports.Location, error) {
 		return ports.Location{}, err
 	}
 	return ports.Location{Rel: rel, Exists: true, Dir: fi.IsDir(), Regular: fi.Mode().IsRegular()}, nil
+}
+
+// fileInTheWay walks abs as written, as the kernel does, and answers
+// ports.ErrNotDir where a file has anything after it: a name, "..", "."
+// or a trailing slash (cleaning would drop the last three). Past a name
+// that does not exist the rest is taken as written.
+func (w *Workspace) fileInTheWay(abs string) error {
+	cur := ""
+	for i, s := range strings.Split(abs, "/") {
+		if i > 0 && cur != "" {
+			fi, err := w.fs.Stat(cur)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+			case err != nil:
+				return err
+			case !fi.IsDir():
+				return ports.ErrNotDir
+			}
+		}
+		switch s {
+		case "", ".":
+		case "..":
+			cur = path.Dir(cur)
+		default:
+			cur = path.Join("/", cur, s)
+		}
+	}
+	return nil
 }
 
 func split(p string) []string {

@@ -480,7 +480,8 @@ func TestDotDotBelowAFileIsNotADirectory(t *testing.T) {
 // Found by FuzzResolve: a "." or a trailing slash after a name asks that
 // name to be a directory, as the kernel does ("file/." and "file/" are
 // ENOTDIR), also when it comes from a link's target; a link to a file,
-// absolute or not, still resolves to that file.
+// absolute or not, still resolves to that file. The same rows without
+// links are porttest's PathResolver contract.
 func TestADotOrASlashAfterAFileIsNotADirectory(t *testing.T) {
 	ws, _ := layout(t)
 	symlink(t, "data/real.csv/.", filepath.Join(ws, "dotlink"))
@@ -493,17 +494,12 @@ func TestADotOrASlashAfterAFileIsNotADirectory(t *testing.T) {
 		want ports.Location
 		err  error
 	}{
-		{"data/real.csv/.", ports.Location{}, ports.ErrNotDir},
-		{"data/real.csv/", ports.Location{}, ports.ErrNotDir},
 		{ws + "/data/real.csv/.", ports.Location{}, ports.ErrNotDir},
 		{ws + "/data/real.csv/", ports.Location{}, ports.ErrNotDir},
 		{"dotlink", ports.Location{}, ports.ErrNotDir},
 		{"slashlink", ports.Location{}, ports.ErrNotDir},
 		{"abslink", file, nil},
 		{"abslink/", ports.Location{}, ports.ErrNotDir},
-		{"data/./real.csv", file, nil},
-		{"data//real.csv", file, nil},
-		{"data/.", ports.Location{Rel: "data", Exists: true, Dir: true}, nil},
 	} {
 		got, err := w.Resolve(tt.path)
 		if !errors.Is(err, tt.err) || err == nil && got != tt.want {

@@ -214,6 +214,14 @@ func PathResolver(t *testing.T, newSubject Factory) {
 		{"climbing out midway", "runs/../../x", ports.Location{}, ports.ErrOutside},
 		{"climbing out after a new folder", "new/../../x", ports.Location{}, ports.ErrOutside},
 		{"under a file", "data/groups.csv/x", ports.Location{}, ports.ErrNotDir},
+		// A "." or a trailing slash asks the name before it to be a
+		// directory, as the kernel does (protocol §1.2).
+		{"a trailing slash after a file", "data/groups.csv/", ports.Location{}, ports.ErrNotDir},
+		{"a dot after a file", "data/groups.csv/.", ports.Location{}, ports.ErrNotDir},
+		{"a dot-dot after a file", "data/groups.csv/..", ports.Location{}, ports.ErrNotDir},
+		{"a dot between names", "data/./groups.csv", ports.Location{Rel: "data/groups.csv", Exists: true, Regular: true}, nil},
+		{"a doubled slash", "data//groups.csv", ports.Location{Rel: "data/groups.csv", Exists: true, Regular: true}, nil},
+		{"a dot after a folder", "runs/old/.", ports.Location{Rel: "runs/old", Exists: true, Dir: true}, nil},
 		{"an absolute path outside", "/", ports.Location{}, ports.ErrOutside},
 	}
 	for _, tt := range tests {
