@@ -223,7 +223,9 @@ func LedgerFault(err error) *protocol.Error {
 	switch {
 	case errors.Is(err, ports.ErrOutside):
 		return protocol.Errorf(protocol.PathBoundary, "the ledger resolves outside the workspace; give --ledger a path inside it")
-	case errors.Is(err, ports.ErrNotDir), errors.Is(err, ports.ErrMissing):
+	case errors.Is(err, ports.ErrNotDir):
+		return protocol.Errorf(protocol.InvalidOutput, "the ledger's path runs through a file; give --ledger a file's name in an existing directory")
+	case errors.Is(err, ports.ErrMissing):
 		return protocol.Errorf(protocol.InvalidOutput, "the ledger's directory does not exist; create it first")
 	case errors.Is(err, ports.ErrNameTooLong):
 		return protocol.Errorf(protocol.InvalidOutput, "the ledger's path is not one its file system accepts%s", remedy.Because(err))
